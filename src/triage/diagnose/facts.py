@@ -1,0 +1,151 @@
+"""What each rank's events say, reduced to the facts the hypotheses reason over.
+
+The main subtlety is telling a rank's own failure from a consequence of someone else's: an
+exception line that carries a timeout (`DistBackendError: … Watchdog caught …`) is the timeout,
+not a crash; an error after the rank already timed out is fallout; a SIGTERM is the launcher
+cleaning up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import regex
+
+from triage.job import Job
+from triage.model import Event, Kind, RankState
+
+_RANK_LIST = regex.compile(r"\d+")
+_RANGE = regex.compile(r"(\d+)\s*-\s*(\d+)")
+# Exits that a process does not choose: killed, crashed, or out of memory.
+_HARD_SIGNALS = {"SIGKILL", "9", "SIGSEGV", "11", "SIGBUS", "7", "SIGILL", "4", "SIGFPE", "8", "OOM"}
+_HARD_EXITCODES = {-9, -11, -7, -4, -8, 137, 139, 135}
+_VICTIM_EXITCODES = {-15, 143, -2}  # the launcher's SIGTERM / Ctrl-C
+
+
+@dataclass
+class RankFacts:
+    rank: int
+    state: RankState
+    timeouts: list[Event] = field(default_factory=list)
+    peer_errors: list[Event] = field(default_factory=list)
+    self_failures: list[Event] = field(default_factory=list)  # failed by itself, earliest first
+    exits: list[Event] = field(default_factory=list)
+    stuck_seq: int | None = None  # lowest SeqNum it timed out at
+    stuck_op: str | None = None
+    enqueued: int | None = None  # highest "last enqueued" seen
+    completed: int | None = None
+
+    @property
+    def reported_wait(self) -> bool:
+        """It waited on someone: a timeout, or a peer that went away."""
+        return bool(self.timeouts or self.peer_errors)
+
+    @property
+    def first_failure_time(self) -> float | None:
+        times = [e.time for e in self.self_failures if e.time is not None]
+        return min(times) if times else None
+
+    @property
+    def first_wait_time(self) -> float | None:
+        times = [e.time for e in self.timeouts + self.peer_errors if e.time is not None]
+        return min(times) if times else None
+
+
+def parse_ranks(text: str) -> list[int]:
+    """`1, 2`, `[1,3,5,]`, `0-3` → ranks."""
+    ranks: list[int] = []
+    for m in _RANGE.finditer(text):
+        lo, hi = int(m[1]), int(m[2])
+        if 0 <= hi - lo <= 100_000:
+            ranks.extend(range(lo, hi + 1))
+    rest = _RANGE.sub(" ", text)
+    ranks.extend(int(x) for x in _RANK_LIST.findall(rest))
+    return sorted(set(ranks))
+
+
+def is_hard_exit(event: Event) -> bool:
+    signal = event.fields.get("signal", "").upper()
+    code = event.fields.get("exitcode")
+    return signal in _HARD_SIGNALS or (code is not None and _int(code) in _HARD_EXITCODES)
+
+
+def is_victim_exit(event: Event) -> bool:
+    code = event.fields.get("exitcode")
+    return event.fields.get("signal", "").upper() in ("SIGTERM", "15") or (
+        code is not None and _int(code) in _VICTIM_EXITCODES)
+
+
+def exit_code(event: Event) -> int | None:
+    code = event.fields.get("exitcode")
+    return _int(code) if code is not None else None
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def rank_facts(job: Job) -> dict[int, RankFacts]:
+    consequence_lines = {
+        (e.evidence.source, e.evidence.line)
+        for e in job.events
+        if e.kind in (Kind.TIMEOUT, Kind.PEER_ERROR, Kind.CONSEQUENCE)
+    }
+    facts: dict[int, RankFacts] = {}
+    for rank, state in job.ranks.items():
+        f = RankFacts(rank=rank, state=state)
+        for event in state.events:
+            if event.kind is Kind.TIMEOUT:
+                f.timeouts.append(event)
+            elif event.kind is Kind.PEER_ERROR:
+                f.peer_errors.append(event)
+            elif event.kind is Kind.EXIT:
+                f.exits.append(event)
+            _track_sequence(f, event)
+        f.self_failures = _self_failures(f, consequence_lines)
+        facts[rank] = f
+    return facts
+
+
+def _track_sequence(f: RankFacts, event: Event) -> None:
+    fields = event.fields
+    if event.kind is Kind.TIMEOUT and fields.get("seq", "").isdigit():
+        seq = int(fields["seq"])
+        if f.stuck_seq is None or seq < f.stuck_seq:
+            f.stuck_seq = seq
+            f.stuck_op = fields.get("op") or f.stuck_op
+        elif seq == f.stuck_seq and fields.get("op") and not f.stuck_op:
+            f.stuck_op = fields["op"]
+    for key in ("enqueued", "completed"):
+        value = fields.get(key, "")
+        # 2.3 prints garbage or -1 for "last completed" at times (formats.md §1.5): ignore those.
+        if value.isdigit() and len(value) < 12:
+            current = getattr(f, key)
+            setattr(f, key, max(current, int(value)) if current is not None else int(value))
+
+
+def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> list[Event]:
+    """Errors this rank made by itself, before it was left waiting on anyone."""
+    wait_time = f.first_wait_time
+    first_wait_line: dict[str, int] = {}
+    for e in f.timeouts + f.peer_errors:
+        src = e.evidence.source
+        first_wait_line[src] = min(first_wait_line.get(src, e.evidence.line), e.evidence.line)
+    found: list[Event] = []
+    for event in f.state.events:
+        if event.kind is Kind.ERROR:
+            where = (event.evidence.source, event.evidence.line)
+            if where in consequence_lines:
+                continue  # the exception that carries a timeout or a lost peer
+            if wait_time is not None and event.time is not None and event.time > wait_time + 1:
+                continue
+            if event.evidence.line > first_wait_line.get(event.evidence.source, 1 << 62):
+                continue
+            found.append(event)
+        elif event.kind is Kind.EXIT and not f.reported_wait:
+            if is_hard_exit(event) or (not is_victim_exit(event) and (exit_code(event) or 0) != 0):
+                found.append(event)
+    return sorted(found, key=lambda e: (e.time is None, e.time or 0.0))

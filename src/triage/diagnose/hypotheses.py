@@ -1,0 +1,371 @@
+"""The principles of DESIGN §4, one function each: given the job's facts, a scored candidate.
+
+Each returns None when its evidence is absent. Scores are how strongly that evidence alone
+supports the candidate; the verdict stage weighs candidates against each other.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from triage.diagnose.facts import RankFacts, is_hard_exit, parse_ranks
+from triage.job import Job
+from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase
+
+
+@dataclass
+class Context:
+    job: Job
+    facts: dict[int, RankFacts]
+
+    @property
+    def expected(self) -> list[int]:
+        return sorted(self.facts)
+
+    def waiters(self) -> list[int]:
+        return [r for r, f in self.facts.items() if f.reported_wait]
+
+    def host_of(self, rank: int) -> str | None:
+        state = self.job.ranks.get(rank)
+        return state.host if state else None
+
+
+def _evidence(events: list[Event], limit: int = 4) -> list[Evidence]:
+    seen: list[Evidence] = []
+    for event in events:
+        if event.evidence not in seen:
+            seen.append(event.evidence)
+        if len(seen) >= limit:
+            break
+    return seen
+
+
+def _rank_culprit(ctx: Context, rank: int, reason: str, events: list[Event]) -> Culprit:
+    return Culprit(kind="rank", rank=rank, host=ctx.host_of(rank), reason=reason,
+                   evidence=_evidence(events))
+
+
+def fmt_ranks(ranks: list[int]) -> str:
+    """`[3, 4, 5, 9]` → `3-5, 9`."""
+    parts: list[str] = []
+    ordered = sorted(set(ranks))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def wait_phase(ctx: Context) -> Phase:
+    """The phase the waiting ranks were in when they gave up."""
+    phases: Counter[Phase] = Counter()
+    for f in ctx.facts.values():
+        for event in f.timeouts + f.peer_errors:
+            if event.kind is Kind.TIMEOUT and event.fields.get("seq") == "1":
+                phases[Phase.OPERATOR_LOAD] += 1
+            elif event.phase in (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION):
+                phases[event.phase] += 1
+    if not phases:
+        return Phase.UNKNOWN
+    return phases.most_common(1)[0][0]
+
+
+def event_phase(ctx: Context, event: Event, rank: int | None = None) -> Phase:
+    """An event's phase: its rule's, or else where its rank and the job stood."""
+    if event.phase in (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION):
+        if event.phase is Phase.EXECUTION and event.fields.get("seq") == "1":
+            return Phase.OPERATOR_LOAD
+        return event.phase
+    if rank is not None and rank in ctx.facts:
+        f = ctx.facts[rank]
+        started = f.state.of_kind(Kind.INIT_START)
+        done = f.state.of_kind(Kind.INIT_DONE)
+        if started and not done:
+            return Phase.COMM_INIT
+    phase = wait_phase(ctx)
+    if phase is not Phase.UNKNOWN:
+        return phase
+    if any(f.state.of_kind(Kind.INIT_DONE) for f in ctx.facts.values()):
+        return Phase.EXECUTION
+    return Phase.UNKNOWN
+
+
+# --- 1. a tool already named it -------------------------------------------------------------
+
+def named_by_tool(ctx: Context) -> Hypothesis | None:
+    named: dict[int, list[Event]] = defaultdict(list)
+    hosts: dict[str, list[Event]] = defaultdict(list)
+    for event in ctx.job.events:
+        if event.kind is not Kind.CULPRIT_NAMED:
+            continue
+        ranks = parse_ranks(event.fields.get("culprit_ranks", ""))
+        ranks += _ranks_by_pid_or_address(ctx, event)
+        for rank in ranks:
+            named[rank].append(event)
+        if not ranks and (host := event.fields.get("culprit_host")):
+            hosts[host.split(".")[0]].append(event)
+    if not named and not hosts:
+        return None
+    events = [e for es in named.values() for e in es] + [e for es in hosts.values() for e in es]
+    tools = sorted({e.rule_id for e in events})
+    culprits = [
+        _rank_culprit(ctx, rank, f"named by {', '.join(sorted({e.rule_id for e in es}))}", es)
+        for rank, es in sorted(named.items())
+    ]
+    culprits += [Culprit(kind="host", host=h, reason=f"named by {es[0].rule_id}",
+                         evidence=_evidence(es)) for h, es in sorted(hosts.items())]
+    category = next((e.category for e in events if e.category), Category.HUNG_PROCESS)
+    score = 0.9 if len(culprits) <= max(2, len(ctx.expected) // 8) else 0.6
+    who = fmt_ranks(list(named)) if named else ", ".join(hosts)
+    return Hypothesis(
+        name="named-by-tool",
+        score=score,
+        category=category,
+        phase=event_phase(ctx, events[0]),
+        culprits=culprits,
+        reasoning=f"{', '.join(tools)} named {'rank' if len(named) == 1 else 'ranks'} {who} "
+                  "as the one(s) the others were waiting for.",
+    )
+
+
+def _ranks_by_pid_or_address(ctx: Context, event: Event) -> list[int]:
+    pid, ip = event.fields.get("culprit_pid"), event.fields.get("culprit_ip")
+    found: list[int] = []
+    for rank, state in ctx.job.ranks.items():
+        pids = {e.identity.pid for e in state.events}
+        if pid and pid.isdigit() and int(pid) in pids:
+            found.append(rank)
+    if not found and ip:
+        host = ctx.job.ip_hosts.get(ip, ip)
+        device = event.fields.get("culprit_device")
+        for rank, state in ctx.job.ranks.items():
+            if state.host == host and (device is None or str(state.local_rank) == device):
+                found.append(rank)
+    return found
+
+
+# --- 2. a rank failed by itself before the others timed out ---------------------------------
+
+def first_failure(ctx: Context) -> Hypothesis | None:
+    failed = {r: f for r, f in ctx.facts.items() if f.self_failures}
+    if not failed:
+        return None
+    timed = sorted((f.first_failure_time, r) for r, f in failed.items()
+                   if f.first_failure_time is not None)
+    if timed:
+        first_time, first_rank = timed[0]
+        # Ranks that failed within a second of the first are the same event seen twice.
+        winners = [r for t, r in timed if t - first_time <= 1.0]
+        winners += [r for r, f in failed.items() if f.first_failure_time is None and len(failed) == 1]
+    else:
+        winners = sorted(failed)
+    waits = [f.first_wait_time for f in ctx.facts.values() if f.first_wait_time is not None]
+    before_waits = timed and waits and timed[0][0] <= min(waits) + 1.0
+    share = len(failed) / max(1, len(ctx.expected))
+    if len(winners) == 1:
+        score = 0.85 if (before_waits or not waits) else 0.7
+    elif share > 0.5:
+        score = 0.35  # most ranks failed alike: a job-wide fault, not one rank
+    else:
+        score = 0.6
+    events = [e for r in winners for e in failed[r].self_failures]
+    category = _failure_category(events)
+    culprits = [
+        _rank_culprit(ctx, r, f"failed first: {failed[r].self_failures[0].message}",
+                      failed[r].self_failures) for r in sorted(winners)
+    ]
+    when = " before any peer timed out" if before_waits else ""
+    rank_word = "rank" if len(winners) == 1 else "ranks"
+    return Hypothesis(
+        name="first-failure",
+        score=score,
+        category=category,
+        phase=event_phase(ctx, events[0], winners[0]),
+        culprits=culprits,
+        reasoning=f"{rank_word.capitalize()} {fmt_ranks(winners)} failed by {'itself' if len(winners) == 1 else 'themselves'}"
+                  f"{when} ({events[0].message}); the other ranks' errors follow from it.",
+    )
+
+
+def _failure_category(events: list[Event]) -> Category:
+    for event in events:
+        if event.category:
+            return event.category
+    if any(is_hard_exit(e) for e in events):
+        return Category.CRASHED_PROCESS
+    return Category.CRASHED_PROCESS
+
+
+# --- 3. the silent rank ----------------------------------------------------------------------
+
+def silent_rank(ctx: Context) -> Hypothesis | None:
+    waiters = ctx.waiters()
+    if not waiters or not ctx.job.world_size:
+        return None
+    failed = {r for r, f in ctx.facts.items() if f.self_failures}
+    silent = [r for r in ctx.expected if r not in waiters and r not in failed]
+    if not silent:
+        return None
+    with_log = [r for r in silent if ctx.facts[r].state.has_log]
+    without_log = [r for r in silent if not ctx.facts[r].state.has_log]
+    n = len(ctx.expected)
+    small = max(2, n // 10)
+    phase = wait_phase(ctx)
+    if with_log and len(with_log) <= small:
+        score = 0.8 if not without_log else 0.55
+        sample = [e for r in waiters[:1] for e in (ctx.facts[r].timeouts + ctx.facts[r].peer_errors)[:1]]
+        culprits = [
+            Culprit(kind="rank", rank=r, host=ctx.host_of(r),
+                    reason="did not report the timeout every other rank reported; its last lines "
+                           "show where it stopped",
+                    evidence=ctx.facts[r].state.last_lines[:2] + _evidence(sample, 1))
+            for r in with_log
+        ]
+        exited = [r for r in with_log if ctx.facts[r].exits]
+        category = Category.CRASHED_PROCESS if exited else Category.HUNG_PROCESS
+        reasoning = (f"{len(waiters)} of {n} ranks timed out or lost a peer; rank"
+                     f"{'s' if len(with_log) > 1 else ''} {fmt_ranks(with_log)} did not, so "
+                     f"{'they were' if len(with_log) > 1 else 'it was'} the one the others waited for.")
+    elif without_log and len(without_log) <= max(1, n // 16) and not with_log:
+        score = 0.65
+        culprits = [Culprit(kind="rank", rank=r, host=ctx.host_of(r),
+                            reason="left no log while every other rank reported a timeout")
+                    for r in without_log]
+        category = Category.UNKNOWN
+        reasoning = (f"{len(waiters)} of {n} ranks timed out or lost a peer; rank"
+                     f"{'s' if len(without_log) > 1 else ''} {fmt_ranks(without_log)} left no log at all: "
+                     "it crashed or hung before writing anything, or its log was not collected.")
+    else:
+        return None
+    return Hypothesis(name="silent-rank", score=score, category=category, phase=phase,
+                      culprits=culprits, reasoning=reasoning)
+
+
+# --- 4. the lagging rank, and ranks that disagree on the collective -------------------------
+
+def collective_mismatch(ctx: Context) -> Hypothesis | None:
+    by_seq: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for rank, f in ctx.facts.items():
+        if f.stuck_seq is not None and f.stuck_op:
+            by_seq[f.stuck_seq][f.stuck_op].append(rank)
+    for seq, ops in sorted(by_seq.items()):
+        if len(ops) < 2:
+            continue
+        majority_op = max(ops, key=lambda op: len(ops[op]))
+        odd = sorted(r for op, ranks in ops.items() if op != majority_op for r in ranks)
+        if len(odd) >= len(ops[majority_op]):
+            continue
+        culprits = [_rank_culprit(ctx, r, f"was in {ctx.facts[r].stuck_op} at SeqNum {seq} while "
+                                  f"the others were in {majority_op}", ctx.facts[r].timeouts)
+                    for r in odd]
+        return Hypothesis(
+            name="collective-mismatch",
+            score=0.85,
+            category=Category.COLLECTIVE_MISMATCH,
+            phase=Phase.OPERATOR_LOAD if seq == 1 else Phase.EXECUTION,
+            culprits=culprits,
+            reasoning=f"At SeqNum {seq}, {len(ops[majority_op])} ranks ran {majority_op} but rank"
+                      f"{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} ran something else: the "
+                      "ranks issued different collectives, so none could complete.",
+        )
+    return None
+
+
+def lagging_rank(ctx: Context) -> Hypothesis | None:
+    for key, label in (("enqueued", "last enqueued"), ("stuck_seq", "timed-out SeqNum")):
+        values = {r: getattr(f, key) for r, f in ctx.facts.items() if getattr(f, key) is not None}
+        if len(values) < 3:
+            continue
+        common, count = Counter(values.values()).most_common(1)[0]
+        behind = sorted(r for r, v in values.items() if v < common)
+        if not behind or count < len(values) / 2 or len(behind) > max(2, len(values) // 10):
+            continue
+        culprits = [_rank_culprit(ctx, r, f"{label} collective {values[r]}, behind the others' "
+                                  f"{common}", ctx.facts[r].timeouts or ctx.facts[r].state.events[-1:])
+                    for r in behind]
+        return Hypothesis(
+            name="lagging-rank",
+            score=0.75,
+            category=Category.HUNG_PROCESS,
+            phase=wait_phase(ctx),
+            culprits=culprits,
+            reasoning=f"{count} ranks reached collective {common} ({label}); rank"
+                      f"{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} fell behind at "
+                      f"{', '.join(str(values[r]) for r in behind)}, so the others waited on "
+                      f"{'them' if len(behind) > 1 else 'it'}.",
+        )
+    return None
+
+
+# --- 5. the link / host named by network errors ---------------------------------------------
+
+def network_link(ctx: Context) -> Hypothesis | None:
+    hosts = ctx.job.hosts()
+    if len(hosts) < 2:
+        return None  # every peer shares the one host: an address says nothing
+    named: dict[str, list[Event]] = defaultdict(list)
+    reporters: dict[str, set[str]] = defaultdict(set)
+    for f in ctx.facts.values():
+        for event in f.peer_errors:
+            peer = _peer_host(ctx, event)
+            if peer and peer in hosts:
+                named[peer].append(event)
+                reporters[peer].add(f.state.host or "?")
+    if not named:
+        return None
+    total = sum(len(es) for es in named.values())
+    peer, events = max(named.items(), key=lambda kv: len(kv[1]))
+    if len(events) < 0.6 * total:
+        return None
+    others = reporters[peer] - {peer}
+    if len(others) == 1:
+        (other,) = others
+        back = named.get(other, [])
+        if back:
+            culprit = Culprit(kind="link", host=peer, peer=other,
+                              reason=f"{len(events)} network errors between {other} and {peer}",
+                              evidence=_evidence(events + back))
+            return Hypothesis(
+                name="network-link", score=0.75, category=Category.NETWORK_FAULT,
+                phase=event_phase(ctx, events[0]), culprits=[culprit],
+                reasoning=f"Network errors on both ends name the link between {other} and {peer}; "
+                          "no rank failed by itself.")
+    culprit = Culprit(kind="host", host=peer,
+                      reason=f"named as the peer in {len(events)} of {total} network errors, "
+                             f"reported from {len(others)} other host{'s' if len(others) != 1 else ''}",
+                      evidence=_evidence(events))
+    return Hypothesis(
+        name="network-host", score=0.8, category=Category.NETWORK_FAULT,
+        phase=event_phase(ctx, events[0]), culprits=[culprit],
+        reasoning=f"{len(events)} of {total} network errors name {peer} as the far end, reported "
+                  f"from {len(others)} host{'s' if len(others) != 1 else ''}: its network "
+                  "(NIC, cable, switch port) or its processes went away.")
+
+
+def _peer_host(ctx: Context, event: Event) -> str | None:
+    fields = event.fields
+    if ip := fields.get("peer_ip"):
+        return ctx.job.ip_hosts.get(ip) or _host_by_ip_suffix(ctx, ip)
+    if host := fields.get("peer_host"):
+        return host.split(".")[0]
+    if (peer := fields.get("peer_rank", "")).isdigit():
+        return ctx.host_of(int(peer))
+    return None
+
+
+def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
+    """Host folders named after their address (`host_3_10.0.0.4`) or hosts named like the IP."""
+    for host in ctx.job.hosts():
+        if ip == host or host.endswith(ip):
+            return host
+    return None
+
+
+HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
+    named_by_tool, first_failure, silent_rank, collective_mismatch, lagging_rank, network_link,
+)

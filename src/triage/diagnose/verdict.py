@@ -1,0 +1,167 @@
+"""Weigh the hypotheses into one verdict — or an honest "inconclusive" naming what is missing."""
+
+from __future__ import annotations
+
+from triage.diagnose.facts import rank_facts
+from triage.diagnose.hypotheses import HYPOTHESES, Context, fmt_ranks, wait_phase
+from triage.job import Job
+from triage.model import Category, Culprit, Hypothesis, Kind, Phase, Status, Verdict
+
+# Below this, a winner is reported as inconclusive: a wrong culprit stated with confidence is
+# the worst output this tool can produce.
+CONFIDENT = 0.5
+_FAILURE_KINDS = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED)
+
+_ADVICE = {
+    Category.HUNG_PROCESS: [
+        "Look at the last lines of the culprit's log: what was it doing (data loading, checkpoint, "
+        "a code path the others did not take)?",
+        "Next run: TORCH_NCCL_TRACE_BUFFER_SIZE=2000 (flight recorder) and TORCH_NCCL_DESYNC_DEBUG=1; "
+        "py-spy dump --pid <pid> on a hung rank shows where it is stuck.",
+    ],
+    Category.CRASHED_PROCESS: [
+        "Read the culprit's traceback or exit signal; a SIGKILL (-9) is usually the kernel's OOM "
+        "killer (check `dmesg` on its host) or the scheduler.",
+    ],
+    Category.OOM: [
+        "Reduce the culprit's memory: batch size, activation checkpointing, or balance the data "
+        "so that one rank does not get the largest samples.",
+    ],
+    Category.DEVICE_ERROR: [
+        "Check the culprit's GPU: `nvidia-smi -q -d ECC,PAGE_RETIREMENT`, Xid errors in `dmesg`; "
+        "drain the node if the hardware is at fault, then rerun with CUDA_LAUNCH_BLOCKING=1.",
+    ],
+    Category.NETWORK_FAULT: [
+        "Check the named host's NICs and links (`ibstat`, `ibv_devinfo`, switch port counters) and "
+        "run `triage repro` across the suspect hosts.",
+    ],
+    Category.COLLECTIVE_MISMATCH: [
+        "The ranks took different code paths: look for rank-dependent branches, uneven data "
+        "(one rank with an extra batch) or a collective inside a condition.",
+    ],
+    Category.CONFIG_MISMATCH: [
+        "Compare the culprit's environment (MASTER_ADDR/PORT, NCCL_SOCKET_IFNAME, versions) with "
+        "the others'.",
+    ],
+}
+
+
+def diagnose(job: Job) -> Verdict:
+    facts = rank_facts(job)
+    ctx = Context(job=job, facts=facts)
+    failing = [e for e in job.events if e.kind in _FAILURE_KINDS]
+    bad_exits = [e for f in facts.values() for e in f.self_failures if e.kind is Kind.EXIT]
+    if not failing and not bad_exits:
+        if any(e.kind is Kind.CONSEQUENCE for e in job.events):
+            return _inconclusive(ctx, [], ["the job was ended (cancelled, aborted) but no rank "
+                                          "logged an error or a timeout"])
+        return Verdict(status=Status.NO_FAILURE, phase=Phase.UNKNOWN, category=Category.UNKNOWN,
+                       confidence=1.0, culprits=[], advice=[],
+                       reasoning="No rank logged an error, a timeout or a failed exit.")
+    candidates = [h for make in HYPOTHESES if (h := make(ctx)) is not None]
+    candidates.sort(key=lambda h: h.score, reverse=True)
+    if not candidates:
+        return _inconclusive(ctx, [], _missing(ctx))
+    winner = _corroborate(candidates)
+    lost = [h for h in candidates if h is not winner]
+    if winner.score < CONFIDENT:
+        return _inconclusive(ctx, candidates, _missing(ctx))
+    culprits = _with_host(ctx, winner.culprits)
+    _set_roles(ctx, culprits)
+    advice = list(_ADVICE.get(winner.category, []))
+    return Verdict(
+        status=Status.DIAGNOSED,
+        phase=winner.phase if winner.phase is not Phase.TEARDOWN else Phase.UNKNOWN,
+        category=winner.category,
+        confidence=round(winner.score, 2),
+        culprits=culprits,
+        reasoning=winner.reasoning,
+        advice=advice,
+        missing=_missing(ctx) if winner.score < 0.75 else [],
+        lost=lost,
+    )
+
+
+def _names(h: Hypothesis) -> set[tuple[str, int | None, str | None]]:
+    return {(c.kind, c.rank, c.host) for c in h.culprits}
+
+
+def _corroborate(candidates: list[Hypothesis]) -> Hypothesis:
+    """The best candidate, made surer by others that agree and less sure by close rivals."""
+    winner = candidates[0]
+    names = _names(winner)
+    agree = [h for h in candidates[1:] if _names(h) == names]
+    rivals = [h for h in candidates[1:] if not (_names(h) & names)]
+    score = winner.score + 0.05 * len(agree)
+    if rivals and rivals[0].score >= winner.score - 0.05:
+        score -= 0.3  # two principles point at different culprits with the same strength
+    winner.score = max(0.0, min(0.99, score))
+    if agree:
+        winner.reasoning += " " + " ".join(
+            f"It agrees with the {h.name} evidence." for h in agree[:2])
+    return winner
+
+
+def _with_host(ctx: Context, culprits: list[Culprit]) -> list[Culprit]:
+    """When the culprits are exactly the ranks of one host, the host is the culprit."""
+    ranks = {c.rank for c in culprits if c.kind == "rank"}
+    hosts = ctx.job.hosts()
+    if len(ranks) < 2 or len(hosts) < 2:
+        return culprits
+    for host, host_ranks in hosts.items():
+        if set(host_ranks) == ranks:
+            evidence = [ev for c in culprits for ev in c.evidence][:4]
+            return [Culprit(kind="host", host=host, evidence=evidence,
+                            reason=f"every rank of {host} ({fmt_ranks(sorted(ranks))}) and no other"),
+                    *culprits]
+    return culprits
+
+
+def _set_roles(ctx: Context, culprits: list[Culprit]) -> None:
+    culprit_ranks = {c.rank for c in culprits if c.rank is not None}
+    culprit_hosts = {c.host for c in culprits if c.kind in ("host", "link")}
+    for rank, f in ctx.facts.items():
+        state = f.state
+        if rank in culprit_ranks or (culprit_hosts and state.host in culprit_hosts):
+            state.role = "culprit"
+        elif f.self_failures:
+            state.role = "failed"
+        elif f.reported_wait:
+            state.role = "victim"
+        elif not state.has_log:
+            state.role = "missing"
+        else:
+            state.role = "ok"
+
+
+def _missing(ctx: Context) -> list[str]:
+    notes: list[str] = []
+    job = ctx.job
+    no_log = [r for r, s in job.ranks.items() if not s.has_log]
+    if no_log:
+        notes.append(f"logs of rank{'s' if len(no_log) > 1 else ''} {fmt_ranks(no_log)} "
+                     f"are missing (world size {job.world_size} from {job.world_size_from})")
+    if not job.world_size_from or job.world_size_from == "highest rank seen":
+        notes.append("the world size is not stated in the logs: pass --world-size N")
+    waiters = ctx.waiters()
+    if waiters and len(waiters) == len(ctx.expected):
+        notes.append("every rank reported a timeout: enable TORCH_NCCL_DESYNC_DEBUG=1 or the "
+                     "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) to see who was behind")
+    return notes
+
+
+def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]) -> Verdict:
+    _set_roles(ctx, [])
+    phase = wait_phase(ctx)
+    return Verdict(
+        status=Status.INCONCLUSIVE,
+        phase=phase,
+        category=candidates[0].category if candidates else Category.UNKNOWN,
+        confidence=round(candidates[0].score, 2) if candidates else 0.0,
+        culprits=[],
+        reasoning=("The evidence does not settle which rank broke the job"
+                   + (f"; the strongest lead: {candidates[0].reasoning}" if candidates else ".")),
+        advice=["Collect the missing evidence below and run triage again."] if missing else [],
+        missing=missing or ["no rank's log shows where the failure began"],
+        lost=candidates,
+    )

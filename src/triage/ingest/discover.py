@@ -1,0 +1,55 @@
+"""Find the sources among the paths the user gave: files, folders (recursively) and `-`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from triage.ingest.open import Stream, Unreadable, expand, stdin_stream
+
+
+def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
+    """Each file named or found under a named folder, in a stable order; problems as Unreadable."""
+    for raw in paths:
+        if raw == "-":
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            found = False
+            # followlinks=False: a symlinked folder is not entered, so a loop cannot trap the walk.
+            for root, dirs, files in os.walk(path, onerror=None, followlinks=False):
+                dirs.sort()
+                for name in sorted(files):
+                    found = True
+                    yield Path(root) / name
+            if not found:
+                yield Unreadable(raw, "folder holds no files")
+        elif path.is_file():
+            yield path
+        elif path.exists():
+            yield Unreadable(raw, "not a regular file")
+        else:
+            yield Unreadable(raw, "no such file or folder")
+
+
+def iter_streams(paths: list[str]) -> Iterator[Stream | Unreadable]:
+    """Every log stream in `paths`, unwrapped; each must be read before the next is asked for."""
+    if "-" in paths:
+        yield from expand("<stdin>", stdin_stream().fileobj)
+    for item in iter_files(paths):
+        if isinstance(item, Unreadable):
+            yield item
+            continue
+        yield from open_file(item)
+
+
+def open_file(path: Path) -> Iterator[Stream | Unreadable]:
+    name = str(path)
+    try:
+        fileobj = open(path, "rb")  # noqa: SIM115 - closed below, after its streams are read
+    except OSError as exc:
+        yield Unreadable(name, (exc.strerror or str(exc)).lower())
+        return
+    with fileobj:
+        yield from expand(name, fileobj)

@@ -1,0 +1,66 @@
+"""Who wrote a source, as far as its path tells: rank, local rank, host, pid.
+
+Layouts recognised (formats.md §2.5, §5.1, §6; style.md B2): torchrun `--log-dir`
+`…/attempt_N/<local_rank>/{stdout,stderr}.log`, `rank3.log` / `rank-0003` / `rank_3.out`,
+Slurm `%x-%j-%t.out` and `%N.log`, host folders (`node07/`, `host_1_10.0.0.2/`, `gpu-a100-3/`),
+NCCL_DEBUG_FILE `nccl.%h.%p`, CANN `plog-<pid>_<ts>.log`.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from triage.model import Identity
+
+_TORCHRUN = regex.compile(r"(?:^|/)attempt_\d+/(?P<local>\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
+_RANK = regex.compile(r"(?:^|[/_.-])(?:rank|global_rank|grank)[_-]?0*(?P<rank>\d+)(?=[._/-]|$)", regex.I)
+_LOCAL = regex.compile(r"(?:^|[/_.-])local[_-]?rank[_-]?0*(?P<local>\d+)(?=[._/-]|$)", regex.I)
+_SLURM_TASK = regex.compile(r"(?:^|[/_.-])(?:task|proc)[_-]?0*(?P<task>\d+)(?=[._-]|$)", regex.I)
+_SLURM_JOB_TASK = regex.compile(r"-(?P<job>\d{2,})-(?P<task>\d+)\.(?:out|err|log)$")
+_NCCL_FILE = regex.compile(r"(?:^|/)nccl[._-](?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d+)(?:\.log)?$")
+_PLOG = regex.compile(r"(?:^|/)(?:plog|device)-(?P<pid>\d+)_\d+\.log$")
+_HOST_DIR = regex.compile(
+    r"^(?:host_\d+_(?P<ip>[\d.]+)"
+    r"|(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|ip|trn|pod)[\w.-]*?\d[\w.-]*))$",
+    regex.I,
+)
+_HOST_FILE = regex.compile(
+    r"^(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|trn)[\w-]*?\d[\w-]*)\.(?:log|out|err|txt)$",
+    regex.I,
+)
+
+
+def identity_from_path(name: str) -> Identity:
+    """Identity learnt from a source's display name (`archive!member` paths included)."""
+    path = name.replace("\\", "/").replace("!", "/")
+    identity = Identity()
+    learnt = identity.learnt_from
+    if m := _TORCHRUN.search(path):
+        identity.local_rank = int(m["local"])
+        learnt["local_rank"] = "torchrun --log-dir layout"
+    if m := _LOCAL.search(path):
+        identity.local_rank = int(m["local"])
+        learnt["local_rank"] = "file name"
+    if m := _RANK.search(path):
+        identity.rank = int(m["rank"])
+        learnt["rank"] = "file name"
+    elif m := _SLURM_JOB_TASK.search(path) or _SLURM_TASK.search(path):
+        identity.rank = int(m["task"])
+        learnt["rank"] = "slurm %t file name"
+    if m := _NCCL_FILE.search(path):
+        identity.host, identity.pid = m["host"], int(m["pid"])
+        learnt["host"] = learnt["pid"] = "NCCL_DEBUG_FILE name"
+    elif m := _PLOG.search(path):
+        identity.pid = int(m["pid"])
+        learnt["pid"] = "CANN plog name"
+    if identity.host is None:
+        parts = path.split("/")
+        if m := _HOST_FILE.match(parts[-1]):
+            identity.host = m["name"]
+            learnt["host"] = "file name"
+        for part in reversed(parts[:-1]):
+            if m := _HOST_DIR.match(part):
+                identity.host = m["ip"] or m["name"]
+                learnt["host"] = "folder name"
+                break
+    return identity

@@ -1,0 +1,173 @@
+"""The values that flow through triage: sources, identities, events, rank states, verdicts, reports.
+
+Plain dataclasses and string enums, so that every stage (ingest → parse → job → diagnose → report)
+speaks the same vocabulary and the JSON report is a direct rendering of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Phase(str, Enum):
+    COMM_INIT = "comm_init"
+    OPERATOR_LOAD = "operator_load"
+    EXECUTION = "execution"
+    TEARDOWN = "teardown"  # events only: consequences, never a verdict's phase
+    UNKNOWN = "unknown"
+
+
+class Kind(str, Enum):
+    """What an event says about the rank that logged it."""
+
+    TIMEOUT = "timeout"  # this rank waited on its peers and gave up: usually a victim
+    ERROR = "error"  # this rank failed by itself (OOM, CUDA error, exception)
+    PEER_ERROR = "peer-error"  # this rank lost a peer or a link (names the other end when it can)
+    CULPRIT_NAMED = "culprit-named"  # another tool already named the culprit (desync report, RAS …)
+    PROGRESS = "progress"  # sequence numbers: how far this rank got
+    INIT_START = "init-start"
+    INIT_DONE = "init-done"
+    EXIT = "exit"  # a process ended (exit code or signal)
+    CONSEQUENCE = "consequence"  # teardown noise that follows an earlier failure
+    INFO = "info"  # facts: versions, world size, addresses
+
+
+class Status(str, Enum):
+    DIAGNOSED = "diagnosed"
+    INCONCLUSIVE = "inconclusive"
+    NO_FAILURE = "no_failure"
+
+
+class Category(str, Enum):
+    CRASHED_PROCESS = "crashed_process"
+    HUNG_PROCESS = "hung_process"
+    NETWORK_FAULT = "network_fault"
+    COLLECTIVE_MISMATCH = "collective_mismatch"
+    CONFIG_MISMATCH = "config_mismatch"
+    DEVICE_ERROR = "device_error"
+    OOM = "oom"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    source: str  # display name of the source (path, or archive!member)
+    line: int  # 1-based line number in that source
+    text: str  # the line, literally (launcher prefixes included)
+
+
+@dataclass
+class Identity:
+    """Who wrote a source or a line; each field with the signal it was learnt from."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    learnt_from: dict[str, str] = field(default_factory=dict)  # field name -> signal
+
+    def merged_over(self, base: Identity) -> Identity:
+        """This identity's fields where set, `base`'s elsewhere."""
+        learnt = dict(base.learnt_from)
+        learnt.update(self.learnt_from)
+        return Identity(
+            rank=self.rank if self.rank is not None else base.rank,
+            local_rank=self.local_rank if self.local_rank is not None else base.local_rank,
+            host=self.host if self.host is not None else base.host,
+            pid=self.pid if self.pid is not None else base.pid,
+            learnt_from=learnt,
+        )
+
+
+@dataclass
+class Event:
+    rule_id: str
+    kind: Kind
+    phase: Phase
+    severity: str
+    message: str
+    identity: Identity
+    evidence: Evidence
+    fields: dict[str, str] = field(default_factory=dict)
+    time: float | None = None  # seconds since the epoch (wall clock), when the line carried one
+    time_has_year: bool = True  # c10/glog clocks print no year; the job stage supplies it
+    family: str = ""
+    category: Category | None = None  # from the rule, for events that are a failure of their own
+
+    @property
+    def rank(self) -> int | None:
+        return self.identity.rank
+
+
+@dataclass
+class SourceInfo:
+    name: str
+    identity: Identity
+    lines: int = 0
+    bytes: int = 0
+    events: int = 0
+    skipped: str | None = None  # why the source could not be read, when it could not
+    last_line: Evidence | None = None  # the last thing its writer logged
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankState:
+    rank: int
+    host: str | None = None
+    local_rank: int | None = None
+    has_log: bool = False
+    events: list[Event] = field(default_factory=list)
+    last_lines: list[Evidence] = field(default_factory=list)  # last line of each of its sources
+    role: str = "unknown"  # culprit | victim | failed | ok | silent | missing | unknown
+
+    def of_kind(self, *kinds: Kind) -> list[Event]:
+        return [e for e in self.events if e.kind in kinds]
+
+
+@dataclass
+class Culprit:
+    kind: str  # rank | host | link
+    reason: str
+    rank: int | None = None
+    host: str | None = None
+    peer: str | None = None  # the other end of a link
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Hypothesis:
+    """One candidate explanation, scored against the evidence."""
+
+    name: str  # which principle produced it (named-by-tool, first-failure, silent-rank …)
+    score: float  # 0-1: how strongly the evidence supports it
+    category: Category
+    phase: Phase
+    culprits: list[Culprit]
+    reasoning: str
+    advice: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    status: Status
+    phase: Phase
+    category: Category
+    confidence: float
+    culprits: list[Culprit]
+    reasoning: str
+    advice: list[str]
+    missing: list[str] = field(default_factory=list)  # what evidence would settle it
+    lost: list[Hypothesis] = field(default_factory=list)  # hypotheses that did not win
+
+
+@dataclass
+class Report:
+    verdict: Verdict
+    world_size: int | None
+    world_size_from: str | None
+    ranks: dict[int, RankState]
+    sources: list[SourceInfo]
+    events: list[Event]
+    version: str = ""

@@ -1,0 +1,90 @@
+"""`--format json`: the report as one versioned JSON object (schema: schemas/report-v1.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from triage.model import Culprit, Evidence, Hypothesis, Report
+
+SCHEMA_VERSION = 1
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    verdict = report.verdict
+    hosts: dict[str, list[int]] = {}
+    for rank, state in report.ranks.items():
+        if state.host:
+            hosts.setdefault(state.host, []).append(rank)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "triage", "version": report.version},
+        "verdict": {
+            "status": verdict.status.value,
+            "phase": verdict.phase.value,
+            "category": verdict.category.value,
+            "confidence": verdict.confidence,
+            "culprits": [_culprit(c) for c in verdict.culprits],
+            "reasoning": verdict.reasoning,
+            "advice": verdict.advice,
+            "missing": verdict.missing,
+            "hypotheses_lost": [_hypothesis(h) for h in verdict.lost],
+        },
+        "world_size": {"value": report.world_size, "from": report.world_size_from},
+        "hosts": [{"host": h, "ranks": r} for h, r in sorted(hosts.items())],
+        "ranks": [
+            {
+                "rank": rank,
+                "host": state.host,
+                "local_rank": state.local_rank,
+                "role": state.role,
+                "has_log": state.has_log,
+                "events": len(state.events),
+                "first_event": _first_event(state.events),
+            }
+            for rank, state in report.ranks.items()
+        ],
+        "sources": [
+            {
+                "name": s.name,
+                "rank": s.identity.rank,
+                "local_rank": s.identity.local_rank,
+                "host": s.identity.host,
+                "identity_from": s.identity.learnt_from,
+                "lines": s.lines,
+                "bytes": s.bytes,
+                "events": s.events,
+                "notes": s.notes,
+            }
+            for s in report.sources if s.skipped is None
+        ],
+        "errors": [{"source": s.name, "reason": s.skipped} for s in report.sources if s.skipped],
+    }
+
+
+def _evidence(ev: Evidence) -> dict[str, Any]:
+    return {"source": ev.source, "line": ev.line, "text": ev.text}
+
+
+def _culprit(c: Culprit) -> dict[str, Any]:
+    return {"kind": c.kind, "rank": c.rank, "host": c.host, "peer": c.peer, "reason": c.reason,
+            "evidence": [_evidence(e) for e in c.evidence]}
+
+
+def _hypothesis(h: Hypothesis) -> dict[str, Any]:
+    return {"name": h.name, "score": round(h.score, 2), "category": h.category.value,
+            "phase": h.phase.value, "culprits": [_culprit(c) for c in h.culprits],
+            "reasoning": h.reasoning}
+
+
+def _first_event(events: list[Any]) -> dict[str, Any] | None:
+    for event in events:
+        if event.kind.value in ("timeout", "error", "peer-error", "exit", "culprit-named"):
+            return {"rule": event.rule_id, "kind": event.kind.value, "message": event.message,
+                    **_evidence(event.evidence)}
+    return None
+
+
+def write(report: Report, out: TextIO) -> None:
+    json.dump(to_dict(report), out, indent=2, ensure_ascii=False)
+    out.write("\n")

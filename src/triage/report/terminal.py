@@ -1,0 +1,156 @@
+"""The terminal report: verdict first, then evidence, next steps, and a per-rank picture.
+
+Log text is printed literally (rich `Text`, never markup: `[rank0]` must survive). The rank
+picture is a host × local-rank grid with one character per rank; runs of hosts whose rows are
+identical fold into one line, so a 1,024-rank job still fits on a screen.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from triage.diagnose.hypotheses import fmt_ranks
+from triage.model import Culprit, Report, Status
+
+_ROLE_MARK = {"culprit": "X", "failed": "E", "victim": "T", "ok": "·", "missing": "?",
+              "unknown": "·"}
+_ROLE_STYLE = {"culprit": "bold red", "failed": "yellow", "victim": "dim", "ok": "green",
+               "missing": "magenta", "unknown": "dim"}
+_STATUS_STYLE = {Status.DIAGNOSED: "bold white on red", Status.INCONCLUSIVE: "bold black on yellow",
+                 Status.NO_FAILURE: "bold black on green"}
+_MAX_EVIDENCE = 6
+_ROW = 32  # ranks per row when hosts are unknown
+
+
+def write(report: Report, out: TextIO, *, color: bool | None = None) -> None:
+    console = Console(file=out, highlight=False, soft_wrap=True,
+                      no_color=None if color is None else not color,
+                      force_terminal=color if color else None)
+    for block in render(report):
+        console.print(block)
+
+
+def render(report: Report) -> list[Text]:
+    v = report.verdict
+    blocks: list[Text] = [_header(report)]
+    head = Text()
+    head.append(f" {v.status.value.upper().replace('_', ' ')} ", style=_STATUS_STYLE[v.status])
+    if v.status is not Status.NO_FAILURE:
+        head.append(f"  phase {v.phase.value} · {v.category.value} · confidence {v.confidence:.2f}")
+    blocks.append(head)
+    for culprit in v.culprits:
+        blocks.append(_culprit_line(culprit))
+    blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
+    evidence = [(c, e) for c in v.culprits for e in c.evidence][:_MAX_EVIDENCE]
+    if evidence:
+        blocks.append(Text("Evidence:", style="bold"))
+        for _, ev in evidence:
+            line = Text(f"  {ev.source}:{ev.line}", style="cyan")
+            line.append("\n    ")
+            line.append(ev.text)  # literal: no markup is interpreted
+            blocks.append(line)
+    if v.missing:
+        blocks.append(Text("Missing evidence:", style="bold"))
+        blocks.extend(Text(f"  • {m}") for m in v.missing)
+    if v.advice:
+        blocks.append(Text("Next steps:", style="bold"))
+        blocks.extend(Text(f"  • {a}") for a in v.advice)
+    if report.ranks and v.status is not Status.NO_FAILURE:
+        blocks.extend(_rank_picture(report))
+    if v.lost:
+        blocks.append(Text("Other hypotheses:", style="bold"))
+        for h in v.lost[:4]:
+            who = ", ".join(_who(c) for c in h.culprits) or "no culprit"
+            blocks.append(Text(f"  {h.name} ({h.score:.2f}): {who}", style="dim"))
+    blocks.extend(_sources(report))
+    return blocks
+
+
+def _header(report: Report) -> Text:
+    hosts = {s.host for s in report.ranks.values() if s.host}
+    read = sum(1 for s in report.sources if s.skipped is None)
+    size = f"{report.world_size} ranks" if report.world_size else "world size unknown"
+    where = f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else ""
+    return Text(f"triage {report.version} — {size}{where}, {read} source"
+                f"{'s' if read != 1 else ''} read", style="dim")
+
+
+def _who(c: Culprit) -> str:
+    if c.kind == "link":
+        return f"link {c.peer} ↔ {c.host}"
+    if c.kind == "host":
+        return f"host {c.host}"
+    return f"rank {c.rank}" + (f" ({c.host})" if c.host else "")
+
+
+def _culprit_line(c: Culprit) -> Text:
+    text = Text("Culprit: ", style="bold")
+    text.append(_who(c), style="bold red")
+    text.append(f" — {c.reason}")
+    return text
+
+
+def _rank_picture(report: Report) -> list[Text]:
+    legend = Text("Ranks ", style="bold")
+    legend.append("X culprit  E failed  T timed out / lost a peer  · ok  ? no log", style="dim")
+    rows = _host_rows(report) if all(s.host for s in report.ranks.values()) else _block_rows(report)
+    return [legend, *_fold(rows)]
+
+
+def _host_rows(report: Report) -> list[tuple[str, list[str], list[int]]]:
+    by_host: dict[str, list[tuple[int, str]]] = {}
+    for rank, state in report.ranks.items():
+        assert state.host is not None
+        by_host.setdefault(state.host, []).append((rank, state.role))
+    rows = []
+    for host, members in by_host.items():
+        members.sort()
+        rows.append((host, [role for _, role in members], [r for r, _ in members]))
+    return rows
+
+
+def _block_rows(report: Report) -> list[tuple[str, list[str], list[int]]]:
+    ranks = sorted(report.ranks)
+    rows = []
+    for i in range(0, len(ranks), _ROW):
+        chunk = ranks[i:i + _ROW]
+        rows.append((f"ranks {chunk[0]}-{chunk[-1]}", [report.ranks[r].role for r in chunk], chunk))
+    return rows
+
+
+def _fold(rows: list[tuple[str, list[str], list[int]]]) -> list[Text]:
+    """One line per row, consecutive rows with the same marks folded into one."""
+    width = max((len(label) for label, _, _ in rows), default=0)
+    lines: list[Text] = []
+    i = 0
+    while i < len(rows):
+        j = i
+        while j + 1 < len(rows) and rows[j + 1][1] == rows[i][1]:
+            j += 1
+        label = rows[i][0] if i == j else f"{rows[i][0]} … {rows[j][0]}"
+        ranks = [r for _, _, rs in rows[i:j + 1] for r in rs]
+        line = Text(f"  {label:<{width}}  ")
+        for role in rows[i][1]:
+            line.append(_ROLE_MARK.get(role, "·"), style=_ROLE_STYLE.get(role, ""))
+        count = f"{j - i + 1} hosts, " if j > i and not rows[i][0].startswith("ranks") else ""
+        line.append(f"  {count}ranks {fmt_ranks(ranks)}", style="dim")
+        lines.append(line)
+        i = j + 1
+    return lines
+
+
+def _sources(report: Report) -> list[Text]:
+    skipped = [s for s in report.sources if s.skipped]
+    noted = [s for s in report.sources if s.notes and not s.skipped and s.notes != ["empty"]]
+    read = len(report.sources) - len(skipped)
+    lines = [Text(f"Sources: {read} read, {len(skipped)} skipped", style="bold")]
+    for s in skipped[:10]:
+        lines.append(Text(f"  skipped {s.name}: {s.skipped}", style="yellow"))
+    if len(skipped) > 10:
+        lines.append(Text(f"  … and {len(skipped) - 10} more skipped", style="yellow"))
+    for s in noted[:5]:
+        lines.append(Text(f"  {s.name}: {'; '.join(s.notes)}", style="dim"))
+    return lines

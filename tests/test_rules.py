@@ -1,0 +1,73 @@
+"""Every rule's own examples, and the conventions every rule file must keep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from triage.model import Identity
+from triage.parse.scan import Matcher, ScanStats, scan_text
+from triage.rules import FAMILIES, Rule, builtin_rules_dir, load_rules, validate
+
+RULES = load_rules()
+MATCHER = Matcher(RULES)
+RULE_FILES = sorted(builtin_rules_dir().rglob("*.yaml"))
+
+
+def _events(lines: list[str]) -> list[Any]:
+    return list(scan_text(MATCHER, "example.log", Identity(), ["\n".join(lines) + "\n"], ScanStats()))
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for rule in RULES:
+        for i, example in enumerate(rule.examples["match"]):
+            cases.append(pytest.param(rule, "match", example, id=f"{rule.id}::match{i}"))
+        for i, example in enumerate(rule.examples["nomatch"]):
+            cases.append(pytest.param(rule, "nomatch", example, id=f"{rule.id}::nomatch{i}"))
+    return cases
+
+
+@pytest.mark.parametrize(("rule", "way", "example"), _cases())
+def test_rule_example(rule: Rule, way: str, example: Any) -> None:
+    if isinstance(example, str):
+        example = {"line": example}
+    lines = [example["line"], *example.get("following", [])]
+    fired = [e for e in _events(lines) if e.rule_id == rule.id and e.evidence.line == 1]
+    if way == "nomatch":
+        assert fired == [], f"{rule.id} fired on a line it must not match"
+        return
+    assert fired, f"{rule.id} did not fire on its own example"
+    for key, value in (example.get("fields") or {}).items():
+        assert fired[0].fields.get(key) == str(value), f"field {key}"
+
+
+@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.stem)
+def test_rule_file_conventions(path: Path) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert validate(data, path) == []
+    assert path.parent.name == data["family"], "rules live in rules/<family>/"
+    assert data["family"] in FAMILIES
+    for example in data["examples"]["match"]:
+        line = example["line"] if isinstance(example, dict) else example
+        assert any(lit in line for lit in data["prefilter"]), "a match example lacks every prefilter literal"
+
+
+def test_rule_ids_are_unique_and_every_family_is_covered() -> None:
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids))
+    families = {r.family for r in RULES}
+    assert {"pytorch", "torchrun", "nccl", "gloo", "store", "python", "slurm"} <= families
+
+
+def test_validate_reports_what_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "Bad_Name.yaml"
+    problems = validate({"id": "Bad_Name", "title": "x", "family": "nope", "kind": "timeout",
+                         "phase": "execution", "severity": "error", "prefilter": [],
+                         "regex": "(", "message": "m", "explain": {}, "examples": {}}, path)
+    text = "; ".join(problems)
+    for fragment in ("kebab-case", "family", "prefilter", "explain", "examples", "compile"):
+        assert fragment in text

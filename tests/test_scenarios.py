@@ -1,0 +1,59 @@
+"""Every scenario fixture: a multi-rank log bundle and the verdict it must produce.
+
+Each `tests/fixtures/<name>/expected.yaml` (and the bundled examples) names the expected status,
+phase, category and the exact set of culprits; `logs/` holds what the job left behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from triage.api import analyze
+from triage.report.json_format import to_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted(
+    [*(ROOT / "tests" / "fixtures").glob("*/expected.yaml"), *(ROOT / "examples").glob("*/expected.yaml")]
+)
+
+
+def _culprit_key(c: dict[str, Any]) -> tuple[str, Any]:
+    return (c["kind"], c["rank"] if c["kind"] == "rank" else c["host"])
+
+
+@pytest.mark.parametrize("expected_path", SCENARIOS, ids=lambda p: p.parent.name)
+def test_scenario_verdict(expected_path: Path) -> None:
+    spec = yaml.safe_load(expected_path.read_text(encoding="utf-8"))
+    expect = spec["expect"]
+    logs = expected_path.parent / "logs"
+    if not logs.exists():
+        logs = expected_path.parent
+    args = spec.get("args") or {}
+    report = to_dict(analyze([logs], world_size=args.get("world_size")))
+    verdict = report["verdict"]
+    assert verdict["status"] == expect["status"], verdict["reasoning"]
+    for key in ("phase", "category"):
+        if key in expect:
+            assert verdict[key] == expect[key], f"{key}: {verdict['reasoning']}"
+    if "culprits" in expect:
+        want = {_culprit_key({"rank": None, "host": None, **c}) for c in expect["culprits"]}
+        got = {_culprit_key(c) for c in verdict["culprits"]}
+        # A host verdict also lists the host's ranks; a rank verdict may add the host they share.
+        assert want <= got, f"culprits {got} ≠ {want}: {verdict['reasoning']}"
+        extra = {k for k in got - want if not (k[0] == "rank" and ("host", None) != k and any(
+            w[0] == "host" for w in want))}
+        assert not extra or all(k[0] == "host" for k in extra), f"extra culprits {extra}"
+    missing_text = " ".join(verdict["missing"])
+    for fragment in expect.get("missing_mentions") or []:
+        assert fragment in missing_text, missing_text
+    if expect["status"] == "diagnosed":
+        assert verdict["confidence"] >= 0.5
+        assert all(c["evidence"] or c["kind"] == "rank" for c in verdict["culprits"])
+
+
+def test_there_are_enough_scenarios() -> None:
+    assert len(SCENARIOS) >= 15, [p.parent.name for p in SCENARIOS]
