@@ -24,6 +24,8 @@ ID_PATTERN = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 REQUIRED = ("id", "title", "family", "kind", "phase", "severity", "prefilter", "regex", "message",
             "explain", "examples")
 OPTIONAL = ("block", "references", "status", "category")
+# The C-accelerated safe loader where libyaml is present: the same safety, ten times the speed.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A user-supplied regex gets this long per line before it is abandoned (catastrophic backtracking).
 MATCH_TIMEOUT_S = 0.05
 
@@ -102,7 +104,7 @@ def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
 
 def load_rule(path: Path) -> Rule:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)  # noqa: S506
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise RuleError(f"{path}: cannot read rule: {exc}") from None
     problems = validate(data, path)
@@ -143,11 +145,6 @@ def validate(data: Any, path: Path) -> list[str]:
     examples = data["examples"]
     if not (isinstance(examples, dict) and examples.get("match") and examples.get("nomatch")):
         problems.append("examples must list at least one 'match' and one 'nomatch' line")
-    if isinstance(data["regex"], str):
-        try:
-            regex.compile(data["regex"])
-        except regex.error as exc:
-            problems.append(f"regex does not compile: {exc}")
     block = data.get("block")
     if block is not None and not (
         isinstance(block, dict) and isinstance(block.get("lines"), int)
@@ -158,13 +155,12 @@ def validate(data: Any, path: Path) -> list[str]:
 
 
 def compile_rule(data: dict[str, Any], path: Path) -> Rule:
-    block = None
-    if data.get("block"):
-        try:
-            fields = tuple(regex.compile(p) for p in data["block"]["fields"])
-        except regex.error as exc:
-            raise RuleError(f"{path}: block field regex does not compile: {exc}") from None
-        block = Block(lines=int(data["block"]["lines"]), fields=fields)
+    try:
+        pattern = regex.compile(data["regex"])
+        fields = tuple(regex.compile(p) for p in (data.get("block") or {}).get("fields", ()))
+    except (regex.error, TypeError) as exc:
+        raise RuleError(f"{path}: regex does not compile: {exc}") from None
+    block = Block(lines=int(data["block"]["lines"]), fields=fields) if data.get("block") else None
     return Rule(
         id=data["id"],
         title=data["title"],
@@ -173,7 +169,7 @@ def compile_rule(data: dict[str, Any], path: Path) -> Rule:
         phase=data["phase"],
         severity=data["severity"],
         prefilter=tuple(data["prefilter"]),
-        pattern=regex.compile(data["regex"]),
+        pattern=pattern,
         message=data["message"],
         explain=data["explain"],
         examples=data["examples"],

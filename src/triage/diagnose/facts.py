@@ -100,7 +100,7 @@ def rank_facts(job: Job) -> dict[int, RankFacts]:
         for event in state.events:
             if event.kind is Kind.TIMEOUT:
                 f.timeouts.append(event)
-            elif event.kind is Kind.PEER_ERROR:
+            elif event.kind is Kind.PEER_ERROR and not _names_itself(event, rank):
                 f.peer_errors.append(event)
             elif event.kind is Kind.EXIT:
                 f.exits.append(event)
@@ -127,6 +127,11 @@ def _track_sequence(f: RankFacts, event: Event) -> None:
             setattr(f, key, max(current, int(value)) if current is not None else int(value))
 
 
+def _names_itself(event: Event, rank: int) -> bool:
+    """A "peer" error whose peer is the writer (`[Proxy Service 12] … from rank 12`) is its own."""
+    return event.fields.get("peer_rank") == str(rank)
+
+
 def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> list[Event]:
     """Errors this rank made by itself, before it was left waiting on anyone."""
     wait_time = f.first_wait_time
@@ -136,9 +141,10 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
         first_wait_line[src] = min(first_wait_line.get(src, e.evidence.line), e.evidence.line)
     found: list[Event] = []
     for event in f.state.events:
-        if event.kind is Kind.ERROR:
+        own_peer_error = event.kind is Kind.PEER_ERROR and _names_itself(event, f.rank)
+        if event.kind is Kind.ERROR or own_peer_error:
             where = (event.evidence.source, event.evidence.line)
-            if where in consequence_lines:
+            if where in consequence_lines and not own_peer_error:
                 continue  # the exception that carries a timeout or a lost peer
             if wait_time is not None and event.time is not None and event.time > wait_time + 1:
                 continue

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triage.diagnose.facts import RankFacts, is_hard_exit, parse_ranks
+from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit, parse_ranks
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase
 
@@ -77,7 +77,7 @@ def wait_phase(ctx: Context) -> Phase:
 
 def event_phase(ctx: Context, event: Event, rank: int | None = None) -> Phase:
     """An event's phase: its rule's, or else where its rank and the job stood."""
-    if event.phase in (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION):
+    if event.phase in (Phase.OPERATOR_LOAD, Phase.EXECUTION):
         if event.phase is Phase.EXECUTION and event.fields.get("seq") == "1":
             return Phase.OPERATOR_LOAD
         return event.phase
@@ -87,6 +87,14 @@ def event_phase(ctx: Context, event: Event, rank: int | None = None) -> Phase:
         done = f.state.of_kind(Kind.INIT_DONE)
         if started and not done:
             return Phase.COMM_INIT
+    if event.phase is Phase.COMM_INIT and event.kind in (Kind.PEER_ERROR, Kind.TIMEOUT):
+        # A connection that fails after the communicator was built is the first collective
+        # setting up its channels (NCCL connects lazily), not communicator init.
+        writer = event.identity.rank
+        if writer is not None and writer in ctx.facts and ctx.facts[writer].state.of_kind(Kind.INIT_DONE):
+            return Phase.OPERATOR_LOAD
+    if event.phase is Phase.COMM_INIT:
+        return Phase.COMM_INIT
     phase = wait_phase(ctx)
     if phase is not Phase.UNKNOWN:
         return phase
@@ -226,7 +234,7 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
                     evidence=ctx.facts[r].state.last_lines[:2] + _evidence(sample, 1))
             for r in with_log
         ]
-        exited = [r for r in with_log if ctx.facts[r].exits]
+        exited = [r for r in with_log if any(not is_victim_exit(e) for e in ctx.facts[r].exits)]
         category = Category.CRASHED_PROCESS if exited else Category.HUNG_PROCESS
         reasoning = (f"{len(waiters)} of {n} ranks timed out or lost a peer; rank"
                      f"{'s' if len(with_log) > 1 else ''} {fmt_ranks(with_log)} did not, so "
@@ -323,6 +331,24 @@ def network_link(ctx: Context) -> Hypothesis | None:
     if len(events) < 0.6 * total:
         return None
     others = reporters[peer] - {peer}
+    endpoints = {(e.fields.get("peer_ip"), e.fields.get("peer_port")) for e in events}
+    if len(endpoints) == 1 and None not in next(iter(endpoints)) and len(events) > 1:
+        # Every error names one address and port: one process there, not the host's network.
+        ip, port = next(iter(endpoints))
+        suspects = [r for r in hosts[peer] if ctx.facts[r].self_failures]
+        if len(suspects) == 1:
+            (rank,) = suspects
+            own = ctx.facts[rank].self_failures
+            return Hypothesis(
+                name="network-endpoint", score=0.85,
+                category=own[0].category or Category.CRASHED_PROCESS,
+                phase=event_phase(ctx, events[0]),
+                culprits=[_rank_culprit(ctx, rank, f"its endpoint {ip}<{port}> refused or dropped "
+                                        f"{len(events)} connections, and it logged its own failure",
+                                        own + events)],
+                reasoning=f"All {len(events)} network errors name one endpoint, {ip}<{port}> on "
+                          f"{peer}: a single process, not the host's network. Rank {rank} on "
+                          f"{peer} logged its own failure ({own[0].message}).")
     if len(others) == 1:
         (other,) = others
         back = named.get(other, [])

@@ -38,13 +38,16 @@ def identity_from_path(name: str) -> Identity:
     if m := _TORCHRUN.search(path):
         identity.local_rank = int(m["local"])
         learnt["local_rank"] = "torchrun --log-dir layout"
-    if m := _LOCAL.search(path):
+    # Rank words count in the file name and its folder only: a job folder called
+    # `hang-rank2/` says nothing about who wrote each file inside it.
+    near = "/".join(path.split("/")[-2:])
+    if m := _LOCAL.search(near):
         identity.local_rank = int(m["local"])
         learnt["local_rank"] = "file name"
-    if m := _RANK.search(path):
+    if m := _last(_RANK, near):
         identity.rank = int(m["rank"])
         learnt["rank"] = "file name"
-    elif m := _SLURM_JOB_TASK.search(path) or _SLURM_TASK.search(path):
+    elif m := _SLURM_JOB_TASK.search(near) or _last(_SLURM_TASK, near):
         identity.rank = int(m["task"])
         learnt["rank"] = "slurm %t file name"
     if m := _NCCL_FILE.search(path):
@@ -64,3 +67,11 @@ def identity_from_path(name: str) -> Identity:
                 learnt["host"] = "folder name"
                 break
     return identity
+
+
+def _last(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+    """The match nearest the end: the file name wins over its folder."""
+    found = None
+    for found in pattern.finditer(text):  # noqa: B007 - keep the last
+        pass
+    return found

@@ -14,11 +14,15 @@ import lzma
 import sys
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
 CHUNK = 1 << 20
+# What a damaged or truncated input raises while it is read; reported per source, never fatal.
+READ_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, tarfile.TarError,
+               zipfile.BadZipFile, RuntimeError, NotImplementedError)
 MAX_DEPTH = 4  # archives inside compressed archives inside archives … stop here
 MAX_MEMBER_BYTES = 64 << 30  # a member that inflates past this is cut: likely a decompression bomb
 
@@ -101,7 +105,7 @@ def expand(name: str, fileobj: IO[bytes], depth: int = 0,
         if kind == "zip":
             yield from _zip_members(name, fileobj, depth, wrapped)
             return
-    except (OSError, EOFError, lzma.LZMAError, tarfile.TarError, zipfile.BadZipFile) as exc:
+    except READ_ERRORS as exc:
         yield Unreadable(name, _reason(exc))
         return
     yield Stream(name, fileobj, wrapped)
@@ -110,14 +114,21 @@ def expand(name: str, fileobj: IO[bytes], depth: int = 0,
 def _tar_members(name: str, fileobj: IO[bytes], depth: int,
                  wrapped: tuple[str, ...]) -> Iterator[Stream | Unreadable]:
     with tarfile.open(fileobj=fileobj, mode="r|") as archive:
-        for member in archive:
+        members = iter(archive)
+        while True:
+            try:
+                member = next(members, None)
+            except READ_ERRORS as exc:
+                yield Unreadable(name, f"archive damaged after its readable members: {_reason(exc)}")
+                return
+            if member is None:
+                return
             if not member.isfile():
                 continue  # links, devices and folders are never followed or created
             member_name = f"{name}!{member.name}"
             extracted = archive.extractfile(member)
-            if extracted is None:
-                continue
-            yield from expand(member_name, extracted, depth + 1, (*wrapped, "tar"))
+            if extracted is not None:
+                yield from expand(member_name, extracted, depth + 1, (*wrapped, "tar"))
 
 
 def _zip_members(name: str, fileobj: IO[bytes], depth: int,
@@ -132,7 +143,7 @@ def _zip_members(name: str, fileobj: IO[bytes], depth: int,
             member_name = f"{name}!{info.filename}"
             try:
                 member = archive.open(info)
-            except (RuntimeError, NotImplementedError, zipfile.BadZipFile) as exc:
+            except READ_ERRORS as exc:
                 yield Unreadable(member_name, _reason(exc))
                 continue
             with member:

@@ -9,9 +9,12 @@ their launcher prefixes and tried against the rules that name that literal.
 from __future__ import annotations
 
 import codecs
+import functools
+import heapq
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from importlib.resources import files
 
 import regex
 
@@ -30,27 +33,132 @@ NCCL_WRITER = regex.compile(
 _HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+),")
 
 
+_HEALTHY = (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
+_NEEDLE_LENGTHS = (4, 5, 6, 8, 10, 12)
+# Where a needle may begin: characters rare in log text (capitals, brackets, rare letters).
+_RARE_START = regex.compile(r"[A-Z\[(#'_jkqvwxyz]")
+_LOWER_WORD = regex.compile(r"[a-z_]{5,}")
+
+
+def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[str], list[str]]:
+    """Substrings such that every literal contains at least one: (regex needles, find needles).
+
+    A few hundred literals cannot be searched one by one (a pass of `str.find` per literal), nor
+    as one flat alternation (Python's engine tries every branch at every position: a few MB/s).
+    What is fast is one regex over needles that all begin with an upper-case letter or a bracket:
+    the engine skips, in C, every position whose character cannot begin a needle, and most log
+    text is lower-case, digits and spaces. So each literal is covered by such a substring of it
+    where it has one; literals without one get a lower-case needle searched with `str.find`.
+    Greedy set cover: many literals per needle, few hits on a sample of healthy log lines.
+    """
+    masks: dict[str, int] = {}
+    lower: dict[str, int] = {}
+    for i, literal in enumerate(literals):
+        starts = [m.start() for m in _RARE_START.finditer(literal)]
+        subs = {literal[j:j + size] for j in starts for size in _NEEDLE_LENGTHS
+                if j + size <= len(literal) or (size == 4 and len(literal) - j >= 3)}
+        subs = {sub for sub in subs if sub.strip() == sub}
+        for sub in subs or {literal[j:] for j in starts}:
+            masks[sub] = masks.get(sub, 0) | (1 << i)
+        if not subs:
+            for word in _LOWER_WORD.findall(literal) or [literal]:
+                lower[word] = lower.get(word, 0) | (1 << i)
+    per_mib = (1 << 20) / max(1, len(sample))
+
+    @functools.cache
+    def cost(needle: str, own_pass: bool) -> float:
+        # Candidate lines per MiB, from the sample and a prior for short needles; a needle
+        # searched on its own costs a pass over the text, worth some 150 candidate lines.
+        hits = sample.count(needle) * per_mib + 40000 / len(needle) ** 4
+        return (150.0 if own_pass else 5.0) + hits
+
+    # Lazy greedy set cover: a needle's ratio only falls as literals get covered, so a stale
+    # heap entry is re-scored when it surfaces instead of re-scoring every option each round.
+    heap = [(-mask.bit_count() / cost(w, False), -len(w), w, mask, False) for w, mask in masks.items()]
+    heap += [(-mask.bit_count() / cost(w, True), -len(w), w, mask, True) for w, mask in lower.items()]
+    heapq.heapify(heap)
+    uncovered = (1 << len(literals)) - 1
+    chosen: list[str] = []
+    chosen_lower: list[str] = []
+    while uncovered and heap:
+        ratio, neg_len, word, mask, own = heapq.heappop(heap)
+        fresh = -(mask & uncovered).bit_count() / cost(word, own)
+        if fresh == 0:
+            continue
+        if fresh > ratio + 1e-12:  # stale: put it back with its true ratio
+            heapq.heappush(heap, (fresh, neg_len, word, mask, own))
+            continue
+        (chosen_lower if own else chosen).append(word)
+        uncovered &= ~mask
+    return chosen, chosen_lower
+
+
+def trie_regex(words: list[str]) -> str:
+    """One regex matching any of `words`, shaped as a trie so each branch tests one character."""
+    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:  # type: ignore[type-arg]
+        alternatives = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alternatives:
+            return ""
+        body = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+        if "" in node:  # a word ends here, and longer ones go on
+            body = body if body.startswith("(?:") else "(?:" + body + ")"
+            return body + "?"
+        return body
+
+    return emit(trie)
+
+
 @dataclass
 class Matcher:
     rules: list[Rule]
-    prefilter: re.Pattern[str] = field(init=False)
     by_literal: dict[str, list[Rule]] = field(init=False)
+    needles: dict[str, list[str]] = field(init=False)  # needle -> the literals that contain it
+    pattern: re.Pattern[str] = field(init=False)  # the needles that begin upper-case
+    find_needles: list[str] = field(init=False)  # the others, searched one by one
+    max_block: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_literal = {}
         for rule in self.rules:
             for literal in rule.prefilter:
                 self.by_literal.setdefault(literal, []).append(rule)
-        # Longest literals first, so that the alternation reports the most specific one.
-        literals = sorted(self.by_literal, key=len, reverse=True)
-        self.prefilter = re.compile("|".join(re.escape(lit) for lit in literals))
+        literals = list(self.by_literal)
+        upper, lower = choose_needles(literals)
+        self.needles = {n: [lit for lit in literals if n in lit] for n in upper + lower}
+        self.pattern = re.compile(trie_regex(upper) if upper else r"(?!)")
+        self.find_needles = lower
         self.max_block = max((r.block.lines for r in self.rules if r.block), default=0)
 
+    def candidate_lines(self, buffer: str, start: int, cut: int) -> list[int]:
+        """Starts of the lines in buffer[start:cut] that hold at least one needle, in order."""
+        hits: set[int] = set()
+        find, rfind, search = buffer.find, buffer.rfind, self.pattern.search
+        pos = start
+        while (m := search(buffer, pos, cut)) is not None:
+            hits.add(rfind("\n", 0, m.start()) + 1)
+            pos = m.end()
+        for needle in self.find_needles:
+            at = find(needle, start, cut)
+            while at >= 0:
+                hits.add(rfind("\n", 0, at) + 1)
+                at = find(needle, at + len(needle), cut)
+        return sorted(hits)
+
     def candidates(self, line: str) -> list[Rule]:
+        """The rules one of whose literals the line holds."""
         seen: list[Rule] = []
-        for literal, rules in self.by_literal.items():
-            if literal in line:
-                seen.extend(r for r in rules if r not in seen)
+        for needle, literals in self.needles.items():
+            if needle in line:
+                for literal in literals:
+                    if literal in line:
+                        seen.extend(r for r in self.by_literal[literal] if r not in seen)
         return seen
 
 
@@ -124,23 +232,21 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
     than the buffer holds: those lines are carried into the next round.
     """
     events: list[Event] = []
-    pos = 0
     counted_to, line_no = 0, first_line
-    search = matcher.prefilter.search
     tail = cut if ended else _tail_start(buffer, cut, max(matcher.max_block, _JOIN_LINES))
-    while (m := search(buffer, pos, cut)) is not None:
-        start = buffer.rfind("\n", 0, m.start()) + 1
-        end = buffer.find("\n", m.end())
+    for start in matcher.candidate_lines(buffer, 0, cut):
+        end = buffer.find("\n", start)
         if end < 0:
             end = len(buffer)
-        if end + 1 > tail:
-            rules = matcher.candidates(buffer[start:end])
-            if any(r.block for r in rules) or _needs_join(rules, buffer[start:end]):
-                return start, events
+        line = buffer[start:end][:MAX_LINE]
+        rules = matcher.candidates(line)
+        if not rules:
+            continue
+        if end + 1 > tail and (any(r.block for r in rules) or _needs_join(rules, line)):
+            return start, events
         line_no += buffer.count("\n", counted_to, start)
         counted_to = start
-        events.extend(_match_line(matcher, source, base, buffer, start, end, line_no))
-        pos = end + 1
+        events.extend(_match_line(rules, source, base, buffer, start, end, line_no))
     return cut, events
 
 
@@ -171,12 +277,9 @@ def _following(buffer: str, end: int, count: int) -> list[str]:
     return lines
 
 
-def _match_line(matcher: Matcher, source: str, base: Identity, buffer: str, start: int,
+def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, start: int,
                 end: int, line_no: int) -> list[Event]:
     raw = buffer[start:end][:MAX_LINE]
-    rules = matcher.candidates(raw)
-    if not rules:
-        return []
     peeled = peel(raw)
     text = peeled.text
     found: list[Event] = []

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from triage.ingest.identity import identity_from_path
-from triage.ingest.open import Stream, read_chunks
+from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
 from triage.parse.prefix import peel
 from triage.parse.scan import NCCL_WRITER, Matcher, ScanStats, decode_chunks, scan_text
@@ -60,9 +60,13 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
         sniff_identity(first[:_SNIFF_IDENTITY].decode("utf-8", "replace"), identity)
         texts = decode_chunks(itertools.chain([first], chunks), stats)
         events = list(scan_text(matcher, stream.name, identity, texts, stats))
-    except (OSError, EOFError, ValueError) as exc:
+    except READ_ERRORS as exc:
         # A truncated gzip or a read error part-way: keep what was read, say what happened.
-        info.notes.append(f"read stopped early: {str(exc).splitlines()[0][:160] or type(exc).__name__}")
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        if stats.bytes == 0:
+            info.skipped = f"cannot be read: {reason}"
+            return info, []
+        info.notes.append(f"read stopped early, after {stats.bytes} bytes: {reason}")
     info.lines, info.bytes, info.events = stats.lines, stats.bytes, len(events)
     if stats.last_line:
         info.last_line = Evidence(stream.name, *stats.last_line)

@@ -1,0 +1,86 @@
+"""Running `triage repro` for real in tests, and finding any process it left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MARK = "TRIAGE_REPRO_TEST_MARK"  # set on the command; every rank inherits it
+ROOT = Path(__file__).resolve().parents[1]
+# Small and quick: two sizes, two timed iterations; deadlines of a few seconds.
+FAST = ["--backend", "gloo", "--world-size", "4", "--sizes", "1K,64K", "--iters", "2"]
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    elapsed: float
+    log_dir: Path
+    leftovers: list[int]
+
+    @property
+    def report(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.stdout)
+        return data
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        verdict: dict[str, Any] = self.report["verdict"]
+        return verdict
+
+    def culprit_ranks(self) -> list[int]:
+        return sorted({c["rank"] for c in self.verdict["culprits"] if c.get("rank") is not None})
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / name).read_text(errors="replace")
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Processes whose environment carries our mark (a /proc scan: no psutil needed)."""
+    found = []
+    needle = f"{MARK}={mark}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def run(command: list[str], log_dir: Path | None, *, timeout: float = 120) -> Run:
+    mark = uuid.uuid4().hex
+    env = dict(os.environ, **{MARK: mark, "CI": "1", "PYTHONUNBUFFERED": "1"})
+    started = time.monotonic()
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False, cwd=ROOT)
+    elapsed = time.monotonic() - started
+    return Run(proc.returncode, proc.stdout, proc.stderr, elapsed, log_dir or Path(),
+               marked_processes(mark))
+
+
+def repro(tmp_path: Path, *args: str, fmt: str = "json") -> Run:
+    log_dir = tmp_path / "logs"
+    command = [sys.executable, "-m", "triage", "repro", *FAST, "--log-dir", str(log_dir),
+               "--format", fmt, *args]
+    return run(command, log_dir)
+
+
+def torchrun(tmp_path: Path, *args: str) -> Run:
+    log_dir = tmp_path / "logs"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4",
+               "-m", "triage", "repro", "--backend", "gloo", "--sizes", "1K,64K", "--iters", "2",
+               "--log-dir", str(log_dir), "--format", "json", *args]
+    return run(command, log_dir)

@@ -1,0 +1,270 @@
+"""`triage repro` end to end: real ranks, real torch.distributed (gloo on CPU), real faults.
+
+Each fault case is one standalone run of 4 ranks with deadlines of a few seconds. A run must name
+the injected rank and phase through `analyze`'s engine, return within its deadline (measured:
+deadlines are the feature under test) and leave no process behind.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from repro_helpers import ROOT, Run, repro, torchrun
+
+from triage import exitcodes
+from triage.repro import bandwidth, bisect, findings, launch, stragglers
+from triage.repro.options import OptionError, format_size, parse_sizes
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="triage repro needs PyTorch (pip install 'triage[repro]')")
+
+DEADLINE_S = 3.0
+# Start-up (one torch import, then fork), the analysis and a loaded 2-core CI machine.
+OVERHEAD_S = 25.0
+PHASES = ("comm_init", "operator_load", "execution")
+CATEGORY = {"hang": "hung_process", "crash": "crashed_process"}
+
+
+def assert_clean_exit(run: Run) -> None:
+    assert run.leftovers == [], f"processes left behind: {run.leftovers}"
+    assert "Traceback" not in run.stdout + run.stderr
+
+
+# -- a clean run ----------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.slow
+def test_clean_run_passes(tmp_path: Path) -> None:
+    run = repro(tmp_path, "--timeout", "20", fmt="terminal")
+    assert run.code == exitcodes.NO_FAILURE, run.stdout + run.stderr
+    assert_clean_exit(run)
+    out = run.stdout
+    for phase in PHASES:
+        assert f"{phase}" in out
+    assert out.count(" pass ") >= 3 or out.count("pass") >= 3
+    assert "busbw = algbw x 2(n-1)/n" in out and "64K" in out
+    assert "no reference figure" in out  # gloo: said, not guessed
+    assert "NO FAILURE" in out
+    assert "PASS: all 4 ranks passed" in run.log("rank0.log")
+    assert sorted(p.name for p in run.log_dir.iterdir()) == [
+        "coordinator.log", "rank0.log", "rank1.log", "rank2.log", "rank3.log"]
+
+
+# -- every fault kind in every phase, at rank 2 ----------------------------------------------
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("kind", ["hang", "crash", "slow", "wrong-value"])
+def test_injected_fault_is_named(tmp_path: Path, kind: str, phase: str) -> None:
+    deadline = DEADLINE_S
+    args = ["--timeout", str(deadline), "--inject", kind, "--inject-rank", "2", "--inject-phase", phase]
+    if (kind, phase) == ("slow", "comm_init"):
+        # A late arrival at init is flagged past a quarter of the deadline (at least 1 s): give
+        # the injected lateness (half the deadline) a margin well above start-up jitter.
+        deadline = 6.0
+        args += ["--timeout-comm-init", str(deadline)]
+    run = repro(tmp_path, *args)
+    assert run.code == exitcodes.DIAGNOSED, run.stdout + run.stderr
+    assert_clean_exit(run)
+    verdict = run.verdict
+    assert run.culprit_ranks() == [2], verdict
+    assert verdict["phase"] == phase, verdict
+    if kind in CATEGORY:
+        assert verdict["category"] == CATEGORY[kind]
+    if kind == "wrong-value":
+        assert verdict["category"] == ("config_mismatch" if phase == "comm_init" else "device_error")
+    assert run.elapsed < deadline + OVERHEAD_S
+    if kind == "hang":
+        _assert_deadline_kept(run, phase, deadline)
+    if kind == "crash":
+        assert "was killed by SIGSEGV" in run.log("coordinator.log")
+        assert "Fatal Python error: Segmentation fault" in run.log("rank2.log")  # its stack
+
+
+def _assert_deadline_kept(run: Run, phase: str, deadline: float) -> None:
+    """The stuck rank's watchdog fired on time and wrote its stack; so did its peers'."""
+    line = next(x for x in run.log("rank2.log").splitlines() if "watchdog: rank 2 stuck" in x)
+    assert f"in phase {phase}" in line and "outside any collective" in line
+    waited_ms = int(line.split(" for ")[1].split(" ms")[0])
+    assert deadline * 1000 <= waited_ms < deadline * 1000 + 1500
+    assert "inject.py" in run.log("rank2.log")  # the Python stack shows where it hung
+    victims = [r for r in (0, 1, 3) if "waiting on its peers" in run.log(f"rank{r}.log")]
+    assert victims, "no peer reported waiting for rank 2"
+
+
+# -- under a real launcher --------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.slow
+def test_under_torchrun_a_clean_run_passes(tmp_path: Path) -> None:
+    run = torchrun(tmp_path, "--timeout", "20")
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.leftovers == []
+    assert run.verdict["status"] == "no_failure"
+    assert "launched by torchrun" in run.log("rank3.log")
+
+
+@needs_torch
+@pytest.mark.slow
+def test_under_torchrun_a_hang_is_named_and_the_launcher_returns(tmp_path: Path) -> None:
+    run = torchrun(tmp_path, "--timeout", str(DEADLINE_S), "--inject", "hang", "--inject-rank", "2")
+    assert run.code != 0  # torchrun reports the ranks' failure
+    assert run.leftovers == []
+    assert run.culprit_ranks() == [2] and run.verdict["phase"] == "execution"
+    assert run.elapsed < DEADLINE_S + OVERHEAD_S
+
+
+# -- bisection ----------------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.slow
+def test_bisect_names_the_injected_rank(tmp_path: Path) -> None:
+    run = repro(tmp_path, "--timeout", "5", "--inject", "slow", "--inject-rank", "1", "--bisect")
+    assert run.code == exitcodes.DIAGNOSED, run.stdout + run.stderr
+    assert_clean_exit(run)
+    assert run.culprit_ranks() == [1]
+    coordinator = run.log("coordinator.log")
+    assert "bisect: rank 1 is at fault in phase execution" in coordinator
+    assert any("repro-execution-bisect-rank" in c["reason"] for c in run.verdict["culprits"])
+    assert (tmp_path / "logs.bisect" / "group-0-1" / "rank1.log").is_file()
+
+
+# -- usage ------------------------------------------------------------------------------------
+
+def test_without_torch_one_line_says_how_to_install_it() -> None:
+    code = ("import sys; sys.modules['torch'] = None; sys.argv = ['triage', 'repro']; "
+            "from triage.cli import main; main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          check=False, cwd=ROOT)
+    assert proc.returncode == exitcodes.USAGE_OR_INPUT_ERROR
+    assert proc.stderr.strip().splitlines() == [
+        "triage: error: triage repro needs PyTorch: pip install 'triage[repro]'"]
+
+
+@needs_torch
+@pytest.mark.parametrize(("args", "message"), [
+    (["--inject", "hang", "--inject-rank", "7"], "--inject-rank 7 is outside the 4 ranks"),
+    (["--inject", "explode"], "--inject must be one of"),
+    (["--sizes", "1K,lots"], "--sizes: 'lots' is not a size"),
+    (["--backend", "mpi"], "--backend must be one of"),
+    (["--timeout-execution", "0"], "a deadline must be positive"),
+])
+def test_bad_options_are_one_line_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "triage", "repro", "--backend", "gloo", "--world-size", "4",
+         "--log-dir", str(tmp_path / "logs"), *args],
+        capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)
+    assert proc.returncode == exitcodes.USAGE_OR_INPUT_ERROR, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_cli_does_not_import_torch() -> None:
+    code = "import sys; import triage.cli; triage.cli._register_repro(); print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          check=True, cwd=ROOT)
+    assert proc.stdout.strip() == "False"
+
+
+# -- the pieces that need no process ----------------------------------------------------------
+
+def test_sizes_are_binary_units() -> None:
+    assert parse_sizes("1K,1M,64M,1G") == [1 << 10, 1 << 20, 64 << 20, 1 << 30]
+    assert parse_sizes("512, 1.5K, 2MiB") == [512, 1536, 2 << 20]
+    assert [format_size(s) for s in (1 << 10, 1536, 64 << 20, 3)] == ["1K", "1.5K", "64M", "3B"]
+    with pytest.raises(OptionError):
+        parse_sizes("2")
+
+
+def test_bus_bandwidth_is_the_nccl_tests_definition() -> None:
+    row = bandwidth.row(1 << 30, 0.005, 8)
+    assert row.algbw == pytest.approx((1 << 30) / 0.005 / 1e9)
+    assert row.busbw == pytest.approx(row.algbw * 2 * 7 / 8)
+    assert bandwidth.bus_factor(2) == 1.0
+
+
+def test_expectations_by_gpu_and_interconnect() -> None:
+    h100, _ = bandwidth.expectation("NVIDIA H100 80GB HBM3", "nvlink", 8, 1)
+    assert h100 is not None and 360 <= h100.low <= h100.high <= 480
+    a100, _ = bandwidth.expectation("NVIDIA A100-SXM4-80GB", "nvlink", 8, 1)
+    assert a100 is not None and a100.high == 230
+    pcie, _ = bandwidth.expectation("NVIDIA L40S", "pcie", 4, 1)
+    assert pcie is not None and pcie.high < 25
+    none, why = bandwidth.expectation(None, None, 4, 1)
+    assert none is None and "no reference figure" in why
+    slow = bandwidth.shortfall([bandwidth.row(1 << 30, (1 << 30) / 100e9, 8)], h100)
+    assert slow is not None and slow.percent < 50
+    fine = bandwidth.shortfall([bandwidth.row(1 << 30, (1 << 30) / 270e9, 8)], h100)
+    assert fine is None
+
+
+def test_the_late_rank_is_the_one_that_waits_least() -> None:
+    assert stragglers.late_once([3.0, 3.1, 0.05, 3.0], 1.0) is not None
+    assert stragglers.late_once([3.0, 3.1, 0.05, 3.0], 1.0).index == 2  # type: ignore[union-attr]
+    assert stragglers.late_once([0.1, 0.12, 0.09, 0.11], 1.0) is None
+    waits = [[0.06, 0.061, 0.059] for _ in range(4)]
+    waits[1] = [0.01, 0.011, 0.009]
+    late = stragglers.late_often(waits)
+    assert late is not None and late.index == 1 and late.late == 3
+    assert stragglers.late_often([[0.01, 0.012, 0.011], [0.011, 0.01, 0.012]]) is None
+
+
+def test_bandwidth_rows_use_the_timed_collectives_only() -> None:
+    # Per size: a checked all-reduce, 2 timed, a checked one. The checks must not count.
+    waits = [[9.0, 0.5, 0.5, 9.0], [9.0, 1.0, 1.0, 9.0]]
+    timings = findings.Timings([0.0, 0.0], [0.0, 0.0], waits)
+    (row,) = findings.bandwidth_rows(timings, [1 << 20], 2, {1 << 20: (1 << 20) // 4})
+    assert row.seconds == pytest.approx(1.0)  # the slowest rank, as the group sees it
+
+
+def test_pairs_cover_every_pair_once_in_disjoint_rounds() -> None:
+    for n in (2, 3, 4, 5, 8):
+        rounds = bisect.pair_rounds(list(range(n)))
+        pairs = [p for r in rounds for p in r]
+        assert len(pairs) == len(set(pairs)) == n * (n - 1) // 2
+        for r in rounds:
+            members = [m for p in r for m in p]
+            assert len(members) == len(set(members))
+
+
+def test_bisection_names_a_rank_a_link_or_nothing() -> None:
+    def result(a: int, b: int, bad: bool) -> bisect.GroupResult:
+        return bisect.GroupResult((a, b), failed=bad, phase="execution" if bad else None)
+
+    pairs = [p for r in bisect.pair_rounds([0, 1, 2, 3]) for p in r]
+    rank = bisect.judge([result(a, b, 2 in (a, b)) for a, b in pairs])
+    assert (rank.kind, rank.ranks) == ("rank", [2])
+    link = bisect.judge([result(a, b, (a, b) == (1, 3)) for a, b in pairs])
+    assert (link.kind, link.links) == ("link", [(1, 3)])
+    assert bisect.judge([result(a, b, False) for a, b in pairs]).kind == "none"
+    assert bisect.judge([result(a, b, True) for a, b in pairs]).kind == "all"
+    assert bisect.host_groups({0: "a", 1: "a", 2: "b", 3: "b"}) == [[0, 1], [2, 3]]
+    assert bisect.host_groups({0: "a", 1: "a"}) == []
+
+
+def test_launcher_environments() -> None:
+    torch_env = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4",
+                 "MASTER_ADDR": "node01", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "job7",
+                 "TORCHELASTIC_USE_AGENT_STORE": "True"}
+    env = launch.detect(torch_env)
+    assert env is not None and (env.launcher, env.rank, env.world_size, env.nodes) == ("torchrun", 3, 8, 2)
+    assert env.use_agent_store and env.master_port == 29400
+    slurm = {"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "0",
+             "SLURM_JOB_ID": "991", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NODELIST": "gpu[07-08]"}
+    env = launch.detect(slurm)
+    assert env is not None and (env.launcher, env.rank, env.local_rank, env.master_addr) == ("srun", 5, 1, "gpu07")
+    assert env.master_port == launch.detect(slurm).master_port  # type: ignore[union-attr]
+    batch = {"SLURM_PROCID": "0", "SLURM_NTASKS": "16", "SLURM_JOB_ID": "991"}
+    assert launch.detect(batch) is None  # a batch script is not a rank
+    ompi = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "2",
+            "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
+    env = launch.detect(ompi)
+    assert env is not None and (env.launcher, env.rank, env.master_addr) == ("mpirun", 2, "127.0.0.1")
+    with pytest.raises(launch.LaunchError):
+        launch.detect({**ompi, "OMPI_COMM_WORLD_LOCAL_SIZE": "2"})  # across nodes: needs MASTER_ADDR
+    assert launch.detect({}) is None
+    assert launch.first_host("cpu1,gpu[03-06,9]") == "cpu1"
