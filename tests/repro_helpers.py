@@ -60,9 +60,10 @@ def marked_processes(mark: str) -> list[int]:
     return found
 
 
-def run(command: list[str], log_dir: Path | None, *, timeout: float = 120) -> Run:
+def run(command: list[str], log_dir: Path | None, *, timeout: float = 120,
+        env: dict[str, str] | None = None) -> Run:
     mark = uuid.uuid4().hex
-    env = dict(os.environ, **{MARK: mark, "CI": "1", "PYTHONUNBUFFERED": "1"})
+    env = dict(os.environ, **{MARK: mark, "CI": "1", "PYTHONUNBUFFERED": "1"}, **(env or {}))
     started = time.monotonic()
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
                           check=False, cwd=ROOT)
@@ -71,11 +72,37 @@ def run(command: list[str], log_dir: Path | None, *, timeout: float = 120) -> Ru
                marked_processes(mark))
 
 
-def repro(tmp_path: Path, *args: str, fmt: str = "json") -> Run:
+def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str, Path]:
+    """A repro run in the background, once all its ranks have entered comm_init."""
+    mark = uuid.uuid4().hex
+    log_dir = tmp_path / "logs"
+    env = dict(os.environ, **{MARK: mark, "CI": "1"})
+    proc = subprocess.Popen([sys.executable, "-m", "triage", "repro", *FAST, "--log-dir", str(log_dir),
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    until = time.monotonic() + 60
+    while time.monotonic() < until:
+        logs = list(log_dir.glob("rank*.log"))
+        if len(logs) == 4 and all("phase comm_init start" in p.read_text(errors="replace") for p in logs):
+            return proc, mark, log_dir
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the ranks did not start within 60 s")
+
+
+def wait_gone(mark: str, within: float) -> list[int]:
+    """The marked processes still alive after `within` seconds (polling)."""
+    until = time.monotonic() + within
+    while (left := marked_processes(mark)) and time.monotonic() < until:
+        time.sleep(0.05)
+    return left
+
+
+def repro(tmp_path: Path, *args: str, fmt: str = "json", env: dict[str, str] | None = None) -> Run:
     log_dir = tmp_path / "logs"
     command = [sys.executable, "-m", "triage", "repro", *FAST, "--log-dir", str(log_dir),
                "--format", fmt, *args]
-    return run(command, log_dir)
+    return run(command, log_dir, env=env)
 
 
 def torchrun(tmp_path: Path, *args: str) -> Run:

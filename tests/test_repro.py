@@ -8,16 +8,19 @@ deadlines are the feature under test) and leave no process behind.
 from __future__ import annotations
 
 import importlib.util
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from repro_helpers import ROOT, Run, repro, torchrun
+from repro_helpers import ROOT, Run, repro, start, torchrun, wait_gone
 
 from triage import exitcodes
 from triage.repro import bandwidth, bisect, findings, launch, stragglers
+from triage.repro.inject import ENV_HOLD_GIL
 from triage.repro.options import OptionError, format_size, parse_sizes
+from triage.repro.watchdog import BACKSTOP_S
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="triage repro needs PyTorch (pip install 'triage[repro]')")
@@ -95,6 +98,35 @@ def _assert_deadline_kept(run: Run, phase: str, deadline: float) -> None:
     assert "inject.py" in run.log("rank2.log")  # the Python stack shows where it hung
     victims = [r for r in (0, 1, 3) if "waiting on its peers" in run.log(f"rank{r}.log")]
     assert victims, "no peer reported waiting for rank 2"
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_hang_that_holds_the_gil_is_ended_by_the_outer_backstop(tmp_path: Path) -> None:
+    # The rank's watchdog thread cannot run: faulthandler's C timer must end it, and the
+    # coordinator must still name it.
+    run = repro(tmp_path, "--timeout", str(DEADLINE_S), "--inject", "hang", "--inject-rank", "2",
+                "--inject-phase", "operator_load", env={ENV_HOLD_GIL: "1"})
+    assert run.code == exitcodes.DIAGNOSED, run.stdout + run.stderr
+    assert_clean_exit(run)
+    assert run.culprit_ranks() == [2] and run.verdict["phase"] == "operator_load"
+    assert "rank 2 hung hard in phase operator_load" in run.log("coordinator.log")
+    assert "Timeout (" in run.log("rank2.log") and "inject.py" in run.log("rank2.log")
+    assert run.elapsed < DEADLINE_S + BACKSTOP_S + OVERHEAD_S
+
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_no_rank_outlives_its_coordinator(tmp_path: Path, how: signal.Signals) -> None:
+    proc, mark, _ = start(tmp_path, "--timeout", "60", "--inject", "hang", "--inject-rank", "2",
+                          "--inject-phase", "comm_init")
+    proc.send_signal(how)
+    _, err = proc.communicate(timeout=30)
+    if how == signal.SIGINT:
+        assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    # Ctrl-C: the coordinator ends its ranks; SIGKILL: the ranks notice they are orphans.
+    assert wait_gone(mark, within=3.0) == []
 
 
 # -- under a real launcher --------------------------------------------------------------------
@@ -242,8 +274,6 @@ def test_bisection_names_a_rank_a_link_or_nothing() -> None:
     assert (link.kind, link.links) == ("link", [(1, 3)])
     assert bisect.judge([result(a, b, False) for a, b in pairs]).kind == "none"
     assert bisect.judge([result(a, b, True) for a, b in pairs]).kind == "all"
-    assert bisect.host_groups({0: "a", 1: "a", 2: "b", 3: "b"}) == [[0, 1], [2, 3]]
-    assert bisect.host_groups({0: "a", 1: "a"}) == []
 
 
 def test_launcher_environments() -> None:

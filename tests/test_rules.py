@@ -10,7 +10,15 @@ import yaml
 
 from triage.model import Identity
 from triage.parse.scan import Matcher, ScanStats, scan_text
-from triage.rules import FAMILIES, Rule, RuleError, builtin_rules_dir, load_rule, load_rules, validate
+from triage.rules import (
+    FAMILIES,
+    Rule,
+    RuleError,
+    builtin_rules_dir,
+    load_rule,
+    load_rules,
+    validate,
+)
 
 RULES = load_rules()
 MATCHER = Matcher(RULES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -120,7 +121,7 @@ def _example_line(example: object) -> str:
     return str(example["line"] if isinstance(example, dict) else example)
 
 
-def _progress_printer():  # type: ignore[no-untyped-def]
+def _progress_printer() -> Callable[[str], None] | None:
     """Progress on stderr, only for a person at a terminal."""
     if not sys.stderr.isatty() or os.environ.get("CI"):
         return None
@@ -134,7 +135,7 @@ def _progress_printer():  # type: ignore[no-untyped-def]
 
 def _register_repro() -> None:
     try:
-        from triage.repro.command import register  # noqa: PLC0415 - optional part, torch-free import
+        from triage.repro.command import register
     except ImportError:
         return
     register(app)

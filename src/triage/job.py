@@ -81,11 +81,10 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
     unattributed: list[Event] = []
     ordered = sorted(events, key=_time_key)
     for event in ordered:
-        rank = event.identity.rank
-        if rank is None:
+        if event.identity.rank is None:
             unattributed.append(event)
             continue
-        st = state(rank)
+        st = state(event.identity.rank)
         st.events.append(event)
         st.has_log = True
         st.host = st.host or event.identity.host
@@ -216,8 +215,8 @@ def _ranks_from_host_slots(events: list[Event], group_of: dict[str, str], groups
             elif bases.get(ident.host):
                 ident.rank = bases[ident.host].most_common(1)[0][0] + ident.local_rank
                 ident.learnt_from["rank"] = "host's rank base plus local rank"
-    pid_ranks = {e.identity.pid: e.identity.rank for e in events
-                 if e.identity.pid is not None and e.identity.rank is not None}
+    pid_ranks: dict[int, int] = {e.identity.pid: e.identity.rank for e in events
+                                 if e.identity.pid is not None and e.identity.rank is not None}
     for event in events:
         ident = event.identity
         if ident.rank is not None:
@@ -227,18 +226,18 @@ def _ranks_from_host_slots(events: list[Event], group_of: dict[str, str], groups
             event.identity = ident.merged_over(group)
             continue
         # Launcher lines about a worker: `failed (exitcode: -9) local_rank: 3 (pid: 4242)`.
-        local = ident.local_rank
-        if local is None and event.fields.get("local_rank", "").isdigit():
-            local = int(event.fields["local_rank"])
+        worker_local = ident.local_rank
+        if worker_local is None and event.fields.get("local_rank", "").isdigit():
+            worker_local = int(event.fields["local_rank"])
         pid = event.fields.get("pid", "")
-        if pid.isdigit() and int(pid) in pid_ranks:
+        if pid.isdigit() and pid_ranks.get(int(pid)) is not None:
             ident.rank = pid_ranks[int(pid)]
             ident.learnt_from["rank"] = "pid seen in the rank's own lines"
-        elif ident.host and local is not None and (ident.host, local) in slots:
-            ident.rank = slots[(ident.host, local)]
+        elif ident.host and worker_local is not None and (ident.host, worker_local) in slots:
+            ident.rank = slots[(ident.host, worker_local)]
             ident.learnt_from["rank"] = "host and local rank, matched elsewhere"
-        elif ident.host and local is not None and bases.get(ident.host):
-            ident.rank = bases[ident.host].most_common(1)[0][0] + local
+        elif ident.host and worker_local is not None and bases.get(ident.host):
+            ident.rank = bases[ident.host].most_common(1)[0][0] + worker_local
             ident.learnt_from["rank"] = "host's rank base plus local rank"
 
 

@@ -151,7 +151,7 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
             if event.evidence.line > first_wait_line.get(event.evidence.source, 1 << 62):
                 continue
             found.append(event)
-        elif event.kind is Kind.EXIT and not f.reported_wait:
-            if is_hard_exit(event) or (not is_victim_exit(event) and (exit_code(event) or 0) != 0):
-                found.append(event)
+        elif event.kind is Kind.EXIT and not f.reported_wait and (
+                is_hard_exit(event) or (not is_victim_exit(event) and (exit_code(event) or 0) != 0)):
+            found.append(event)
     return sorted(found, key=lambda e: (e.time is None, e.time or 0.0))

@@ -166,7 +166,7 @@ def first_failure(ctx: Context) -> Hypothesis | None:
     timed = sorted((f.first_failure_time, r) for r, f in failed.items()
                    if f.first_failure_time is not None)
     if timed:
-        first_time, first_rank = timed[0]
+        first_time = timed[0][0]
         # Ranks that failed within a second of the first are the same event seen twice.
         winners = [r for t, r in timed if t - first_time <= 1.0]
         winners += [r for r, f in failed.items() if f.first_failure_time is None and len(failed) == 1]

@@ -104,7 +104,7 @@ def _corroborate(candidates: list[Hypothesis]) -> Hypothesis:
 
 def _with_host(ctx: Context, culprits: list[Culprit]) -> list[Culprit]:
     """When the culprits are exactly the ranks of one host, the host is the culprit."""
-    ranks = {c.rank for c in culprits if c.kind == "rank"}
+    ranks = {c.rank for c in culprits if c.kind == "rank" and c.rank is not None}
     hosts = ctx.job.hosts()
     if len(ranks) < 2 or len(hosts) < 2:
         return culprits

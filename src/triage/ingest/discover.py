@@ -1,4 +1,4 @@
-"""Find the sources among the paths the user gave: files, folders (recursively) and `-`."""
+"""Find the files among the paths the user gave: files and folders (recursively)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from triage.ingest.open import Stream, Unreadable, expand, stdin_stream
+from triage.ingest.open import Stream, Unreadable, expand
 
 
 def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
@@ -31,17 +31,6 @@ def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
             yield Unreadable(raw, "not a regular file")
         else:
             yield Unreadable(raw, "no such file or folder")
-
-
-def iter_streams(paths: list[str]) -> Iterator[Stream | Unreadable]:
-    """Every log stream in `paths`, unwrapped; each must be read before the next is asked for."""
-    if "-" in paths:
-        yield from expand("<stdin>", stdin_stream().fileobj)
-    for item in iter_files(paths):
-        if isinstance(item, Unreadable):
-            yield item
-            continue
-        yield from open_file(item)
 
 
 def open_file(path: Path) -> Iterator[Stream | Unreadable]:

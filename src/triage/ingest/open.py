@@ -17,7 +17,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any, cast
 
 CHUNK = 1 << 20
 # What a damaged or truncated input raises while it is read; reported per source, never fatal.
@@ -62,21 +62,21 @@ def sniff(head: bytes) -> str | None:
 
 def _peek(fileobj: IO[bytes], size: int = 512) -> tuple[IO[bytes], bytes]:
     """The first bytes of a stream without consuming them (wrapping it when it cannot peek)."""
-    if not hasattr(fileobj, "peek"):
-        fileobj = io.BufferedReader(fileobj, buffer_size=CHUNK)  # type: ignore[arg-type]
-    head = fileobj.peek(size)[:size]  # type: ignore[attr-defined]
-    return fileobj, head
+    peekable: Any = fileobj if hasattr(fileobj, "peek") else io.BufferedReader(
+        cast(Any, fileobj), buffer_size=CHUNK)
+    head: bytes = peekable.peek(size)[:size]
+    return cast(IO[bytes], peekable), head
 
 
 def _decompress(kind: str, fileobj: IO[bytes]) -> IO[bytes]:
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+        return cast(IO[bytes], gzip.GzipFile(fileobj=fileobj, mode="rb"))
     if kind == "bz2":
-        return bz2.BZ2File(fileobj, mode="rb")
+        return cast(IO[bytes], bz2.BZ2File(fileobj, mode="rb"))
     if kind == "xz":
-        return lzma.LZMAFile(fileobj, mode="rb")
+        return cast(IO[bytes], lzma.LZMAFile(fileobj, mode="rb"))
     try:
-        import zstandard  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415
+        import zstandard  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise OSError("zstd-compressed; install the zstd extra: pip install 'triage[zstd]'") from None
     reader: IO[bytes] = zstandard.ZstdDecompressor().stream_reader(fileobj, read_across_frames=True)

@@ -9,9 +9,9 @@ their launcher prefixes and tried against the rules that name that literal.
 from __future__ import annotations
 
 import codecs
-import functools
 import heapq
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -35,51 +35,61 @@ _HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+),")
 
 _HEALTHY = (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
 _NEEDLE_LENGTHS = (4, 5, 6, 8, 10, 12)
-# Where a needle may begin: characters rare in log text (capitals, brackets, rare letters).
-_RARE_START = regex.compile(r"[A-Z\[(#'_jkqvwxyz]")
-_LOWER_WORD = regex.compile(r"[a-z_]{5,}")
+_WORD = regex.compile(r"[A-Za-z_]{5,}")
+# A needle may begin with a character no more frequent than this in healthy logs: the regex
+# engine stops at every position holding a possible first character. A literal without one is
+# covered by one of its words, searched with str.find (one pass over the text each).
+_MAX_START_FREQUENCY = 0.02
+# Cost of a str.find pass over a MiB, in candidate lines tried in Python (~5 µs each).
+_PASS_COST = 120.0
 
 
 def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[str], list[str]]:
     """Substrings such that every literal contains at least one: (regex needles, find needles).
 
-    A few hundred literals cannot be searched one by one (a pass of `str.find` per literal), nor
-    as one flat alternation (Python's engine tries every branch at every position: a few MB/s).
-    What is fast is one regex over needles that all begin with an upper-case letter or a bracket:
-    the engine skips, in C, every position whose character cannot begin a needle, and most log
-    text is lower-case, digits and spaces. So each literal is covered by such a substring of it
-    where it has one; literals without one get a lower-case needle searched with `str.find`.
-    Greedy set cover: many literals per needle, few hits on a sample of healthy log lines.
+    A few hundred literals can be searched neither one by one (a `str.find` pass each) nor as one
+    flat alternation (Python's engine tries every branch at every position: a few MB/s). What is
+    fast is one regex over needles that begin with characters rare in logs: the engine skips, in
+    C, every position whose character cannot begin a needle. So each literal is given a start
+    character, its rarest (so the few shared characters stay rare), and needles beginning with
+    those characters are chosen by a greedy set cover: many literals per needle, few hits on a
+    sample of healthy log lines. Literals made only of common characters get a find word.
     """
-    masks: dict[str, int] = {}
-    lower: dict[str, int] = {}
-    for i, literal in enumerate(literals):
-        starts = [m.start() for m in _RARE_START.finditer(literal)]
-        subs = {literal[j:j + size] for j in starts for size in _NEEDLE_LENGTHS
-                if j + size <= len(literal) or (size == 4 and len(literal) - j >= 3)}
-        subs = {sub for sub in subs if sub.strip() == sub}
-        for sub in subs or {literal[j:] for j in starts}:
-            masks[sub] = masks.get(sub, 0) | (1 << i)
-        if not subs:
-            for word in _LOWER_WORD.findall(literal) or [literal]:
-                lower[word] = lower.get(word, 0) | (1 << i)
     per_mib = (1 << 20) / max(1, len(sample))
+    chars = Counter(sample)
+    limit = _MAX_START_FREQUENCY * len(sample)
+    starts: set[str] = set()
+    for literal in literals:
+        usable = [c for c in literal if not c.isspace() and chars[c] <= limit]
+        if usable:
+            starts.add(min(usable, key=lambda c: chars[c]))
+    masks: dict[str, int] = {}
+    words: dict[str, int] = {}
+    for i, literal in enumerate(literals):
+        subs = {literal[j:j + size] for j, c in enumerate(literal) if c in starts
+                for size in _NEEDLE_LENGTHS if j + size <= len(literal)}
+        subs |= {literal[j:] for j, c in enumerate(literal) if c in starts and len(literal) - j >= 3}
+        for sub in subs:
+            if sub.strip() == sub:
+                masks[sub] = masks.get(sub, 0) | (1 << i)
+        if not subs:
+            for word in _WORD.findall(literal) or [literal]:
+                words[word] = words.get(word, 0) | (1 << i)
 
-    @functools.cache
     def cost(needle: str, own_pass: bool) -> float:
-        # Candidate lines per MiB, from the sample and a prior for short needles; a needle
-        # searched on its own costs a pass over the text, worth some 150 candidate lines.
-        hits = sample.count(needle) * per_mib + 40000 / len(needle) ** 4
-        return (150.0 if own_pass else 5.0) + hits
+        # Candidate lines per MiB: hits on the sample, and a prior for short needles, which a
+        # small sample under-counts; a find needle also costs its pass.
+        lines = sample.count(needle) * per_mib + 40000 / len(needle) ** 4
+        return lines + (_PASS_COST if own_pass else 1.0)
 
     # Lazy greedy set cover: a needle's ratio only falls as literals get covered, so a stale
     # heap entry is re-scored when it surfaces instead of re-scoring every option each round.
-    heap = [(-mask.bit_count() / cost(w, False), -len(w), w, mask, False) for w, mask in masks.items()]
-    heap += [(-mask.bit_count() / cost(w, True), -len(w), w, mask, True) for w, mask in lower.items()]
+    heap = [(-m.bit_count() / cost(w, False), -len(w), w, m, False) for w, m in masks.items()]
+    heap += [(-m.bit_count() / cost(w, True), -len(w), w, m, True) for w, m in words.items()]
     heapq.heapify(heap)
     uncovered = (1 << len(literals)) - 1
     chosen: list[str] = []
-    chosen_lower: list[str] = []
+    chosen_find: list[str] = []
     while uncovered and heap:
         ratio, neg_len, word, mask, own = heapq.heappop(heap)
         fresh = -(mask & uncovered).bit_count() / cost(word, own)
@@ -88,9 +98,9 @@ def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[st
         if fresh > ratio + 1e-12:  # stale: put it back with its true ratio
             heapq.heappush(heap, (fresh, neg_len, word, mask, own))
             continue
-        (chosen_lower if own else chosen).append(word)
+        (chosen_find if own else chosen).append(word)
         uncovered &= ~mask
-    return chosen, chosen_lower
+    return chosen, chosen_find
 
 
 def trie_regex(words: list[str]) -> str:
@@ -122,6 +132,7 @@ class Matcher:
     needles: dict[str, list[str]] = field(init=False)  # needle -> the literals that contain it
     pattern: re.Pattern[str] = field(init=False)  # the needles that begin upper-case
     find_needles: list[str] = field(init=False)  # the others, searched one by one
+    prefixes: dict[str, list[str]] = field(init=False)
     max_block: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +144,9 @@ class Matcher:
         upper, lower = choose_needles(literals)
         self.needles = {n: [lit for lit in literals if n in lit] for n in upper + lower}
         self.pattern = re.compile(trie_regex(upper) if upper else r"(?!)")
+        # The regex reports the longest needle at a position; shorter needles it starts with
+        # are there too.
+        self.prefixes = {n: [p for p in upper if n.startswith(p)] for n in upper}
         self.find_needles = lower
         self.max_block = max((r.block.lines for r in self.rules if r.block), default=0)
 
@@ -153,12 +167,17 @@ class Matcher:
 
     def candidates(self, line: str) -> list[Rule]:
         """The rules one of whose literals the line holds."""
+        present: list[str] = []
+        pos = 0
+        while (m := self.pattern.search(line, pos)) is not None:
+            present.extend(self.prefixes[m.group()])
+            pos = m.start() + 1
+        present.extend(n for n in self.find_needles if n in line)
         seen: list[Rule] = []
-        for needle, literals in self.needles.items():
-            if needle in line:
-                for literal in literals:
-                    if literal in line:
-                        seen.extend(r for r in self.by_literal[literal] if r not in seen)
+        for needle in dict.fromkeys(present):
+            for literal in self.needles[needle]:
+                if literal in line:
+                    seen.extend(r for r in self.by_literal[literal] if r not in seen)
         return seen
 
 
@@ -302,11 +321,11 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
 
 
 def _block_fields(rule: Rule, lines: list[str]) -> dict[str, str]:
-    assert rule.block is not None
     fields: dict[str, str] = {}
+    patterns = rule.block.fields if rule.block else ()
     for line in lines:
         text = peel(line[:MAX_LINE]).text
-        for pattern in rule.block.fields:
+        for pattern in patterns:
             if m := pattern.search(text):
                 for key, value in m.groupdict().items():
                     if value is not None and key not in fields:

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from collections.abc import Iterator
 
 from triage.ingest.identity import identity_from_path
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
-from triage.parse.prefix import peel
-from triage.parse.scan import NCCL_WRITER, Matcher, ScanStats, decode_chunks, scan_text
+from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
 
 _SNIFF = 8192
-_SNIFF_IDENTITY = 64 << 10
+_SNIFF_IDENTITY = 16 << 10
 
 
 def looks_binary(head: bytes) -> bool:
     """NUL bytes in the first block: a core dump, a pickle, an image — not a log."""
     return b"\x00" in head[:_SNIFF]
+
+
+# `[rank11]:` at the start of a line, after an optional torchrun tee prefix (`[default3]:`).
+_HEAD_RANK = re.compile(r"^(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d+)\]:", re.MULTILINE)
+_HEAD_NCCL_HOST = re.compile(r"^(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ",
+                             re.MULTILINE)
 
 
 def sniff_identity(head: str, identity: Identity) -> None:
@@ -27,20 +33,12 @@ def sniff_identity(head: str, identity: Identity) -> None:
     A rank that hung writes no line any rule matches, yet its file must still be known as its own:
     the silent rank is found by the absence of its timeout, not by a line.
     """
-    ranks: Counter[int] = Counter()
-    hosts: Counter[str] = Counter()
-    for line in head.splitlines()[:400]:
-        peeled = peel(line)
-        if peeled.identity.rank is not None and "[rankN]" in peeled.identity.learnt_from.get("rank", ""):
-            ranks[peeled.identity.rank] += 1
-        if (m := NCCL_WRITER.match(peeled.text)) and " NCCL " in peeled.text:
-            hosts[m["host"]] += 1
-    if identity.rank is None and ranks:
+    if identity.rank is None and (ranks := Counter(_HEAD_RANK.findall(head))):
         rank, count = ranks.most_common(1)[0]
         if count >= 0.8 * sum(ranks.values()):
-            identity.rank = rank
+            identity.rank = int(rank)
             identity.learnt_from["rank"] = "[rankN]: prefixes of the first lines"
-    if identity.host is None and hosts:
+    if identity.host is None and (hosts := Counter(_HEAD_NCCL_HOST.findall(head))):
         identity.host = hosts.most_common(1)[0][0]
         identity.learnt_from["host"] = "NCCL line prefixes"
 

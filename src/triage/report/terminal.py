@@ -1,7 +1,7 @@
 """The terminal report: verdict first, then evidence, next steps, and a per-rank picture.
 
 Log text is printed literally (rich `Text`, never markup: `[rank0]` must survive). The rank
-picture is a host × local-rank grid with one character per rank; runs of hosts whose rows are
+picture is a host-by-local-rank grid with one character per rank; runs of hosts whose rows are
 identical fold into one line, so a 1,024-rank job still fits on a screen.
 """
 
@@ -41,8 +41,7 @@ def render(report: Report) -> list[Text]:
     if v.status is not Status.NO_FAILURE:
         head.append(f"  phase {v.phase.value} · {v.category.value} · confidence {v.confidence:.2f}")
     blocks.append(head)
-    for culprit in v.culprits:
-        blocks.append(_culprit_line(culprit))
+    blocks.extend(_culprit_line(c) for c in v.culprits)
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
     evidence = [(c, e) for c in v.culprits for e in c.evidence][:_MAX_EVIDENCE]
     if evidence:
@@ -103,8 +102,7 @@ def _rank_picture(report: Report) -> list[Text]:
 def _host_rows(report: Report) -> list[tuple[str, list[str], list[int]]]:
     by_host: dict[str, list[tuple[int, str]]] = {}
     for rank, state in report.ranks.items():
-        assert state.host is not None
-        by_host.setdefault(state.host, []).append((rank, state.role))
+        by_host.setdefault(state.host or "?", []).append((rank, state.role))
     rows = []
     for host, members in by_host.items():
         members.sort()
@@ -147,10 +145,8 @@ def _sources(report: Report) -> list[Text]:
     noted = [s for s in report.sources if s.notes and not s.skipped and s.notes != ["empty"]]
     read = len(report.sources) - len(skipped)
     lines = [Text(f"Sources: {read} read, {len(skipped)} skipped", style="bold")]
-    for s in skipped[:10]:
-        lines.append(Text(f"  skipped {s.name}: {s.skipped}", style="yellow"))
+    lines.extend(Text(f"  skipped {s.name}: {s.skipped}", style="yellow") for s in skipped[:10])
     if len(skipped) > 10:
         lines.append(Text(f"  … and {len(skipped) - 10} more skipped", style="yellow"))
-    for s in noted[:5]:
-        lines.append(Text(f"  {s.name}: {'; '.join(s.notes)}", style="dim"))
+    lines.extend(Text(f"  {s.name}: {'; '.join(s.notes)}", style="dim") for s in noted[:5])
     return lines

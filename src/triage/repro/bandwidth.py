@@ -7,6 +7,7 @@ figure that is comparable with the hardware's link speed whatever the number of 
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -22,8 +23,11 @@ SLOW_FRACTION = 0.5  # flag a fabric that reaches less than half of the low end 
 
 
 def gbps(value: float) -> str:
-    """GB/s with two decimals, or three significant digits for the small figures of CPUs."""
-    return f"{value:.2f}" if value >= 0.1 or value == 0 else f"{value:.3g}"
+    """GB/s in fixed notation: two decimals, more for the small figures of CPUs (up to six)."""
+    if value <= 0:
+        return "0.00"
+    decimals = max(2, min(6, 2 - math.floor(math.log10(value))))
+    return f"{value:.{decimals}f}"
 
 
 def bus_factor(world_size: int) -> float:

@@ -1,8 +1,8 @@
 """Bisection: when the whole group fails or is slow, test smaller groups to name the rank or link.
 
-Groups per host first (when the job spans hosts), then pairs. Every pair of ranks is tested, in
-rounds of disjoint pairs that run side by side (the circle method of round-robin tournaments:
-n-1 rounds of n/2 pairs). Then: a rank is at fault when every group with it failed and every group
+Bisection runs standalone, on one host, so its smaller groups are pairs (a per-host split has
+nothing to split). Every pair of ranks is tested, in rounds of disjoint pairs that run side by
+side (the circle method of round-robin tournaments: n-1 rounds of n/2 pairs). Then: a rank is at fault when every group with it failed and every group
 without it passed; a link is at fault when only the pair of its two ends failed.
 """
 
@@ -33,14 +33,6 @@ def pair_rounds(ranks: list[int]) -> list[list[tuple[int, int]]]:
         rounds.append(pairs)
         players = [players[0], players[-1], *players[1:-1]]  # rotate all but the first
     return [r for r in rounds if r]
-
-
-def host_groups(hosts: dict[int, str]) -> list[list[int]]:
-    """The ranks of each host, when there is more than one host (otherwise nothing to split)."""
-    by_host: dict[str, list[int]] = {}
-    for rank in sorted(hosts):
-        by_host.setdefault(hosts[rank], []).append(rank)
-    return list(by_host.values()) if len(by_host) > 1 else []
 
 
 @dataclass

@@ -19,7 +19,10 @@ import typer
 from rich.text import Text
 
 from triage import exitcodes
+from triage.api import analyze
+from triage.report import render
 from triage.repro import launch, present
+from triage.repro.coordinator import PhaseRow, run_standalone
 from triage.repro.options import (
     BACKENDS,
     DEFAULT_ITERS,
@@ -32,15 +35,15 @@ from triage.repro.options import (
     deadlines_from,
     parse_sizes,
 )
-from triage.repro.protocol import PHASES
+from triage.repro.protocol import PHASES, StatusPipe
 from triage.repro.supervise import SpawnError
 
 if TYPE_CHECKING:
     from triage.model import Report
-    from triage.repro.coordinator import PhaseRow
     from triage.repro.worker import Rank
 
 INSTALL_HINT = "triage repro needs PyTorch: pip install 'triage[repro]'"
+INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
 REPORT_WAIT_S = 5.0  # under a launcher, rank 0 waits this long for the other ranks' last lines
 FORMATS = ("terminal", "json")
 HELP = (
@@ -137,7 +140,7 @@ def _fail(message: str) -> NoReturn:
 
 def _gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (empty without CUDA)."""
-    import torch
+    import torch  # here only: the CLI must load, and `analyze` run, without torch
 
     if not torch.cuda.is_available():
         return []
@@ -157,8 +160,6 @@ def _resolve_backend(requested: str, have_gpus: bool) -> str:
 # -- standalone ---------------------------------------------------------------------------------
 
 def _standalone(s: _Settings) -> int:
-    from triage.repro.coordinator import run_standalone
-
     gpus = _gpus() if s.backend in ("auto", "nccl") else []
     backend = _resolve_backend(s.backend, bool(gpus))
     if backend == "nccl":
@@ -171,15 +172,21 @@ def _standalone(s: _Settings) -> int:
         raise ReproError("--world-size must be at least 2: a collective needs two ranks")
     log_dir, temporary = _log_dir(s.log_dir)
     opts = s.options(backend, world, log_dir)
-    out = sys.stdout
-    con = present.console(out)
+    con = present.console(sys.stdout)
     if s.fmt == "terminal":
-        present.header(con, opts, "launched here")
+        present.header(con, opts, "on this host")
     _progress(f"running {world} ranks; logs in {log_dir}")
-    outcome = run_standalone(opts, gpus[:world] if backend == "nccl" else None, s.bisect)
+    try:
+        outcome = run_standalone(opts, gpus[:world] if backend == "nccl" else None, s.bisect)
+    except KeyboardInterrupt:
+        # The supervisor has already ended every rank (its `finally`); say where the logs are.
+        present.console(sys.stderr).print(Text(f"triage repro: interrupted; the ranks were ended; "
+                                               f"logs in {log_dir}"))
+        raise typer.Exit(INTERRUPTED) from None
     report = _analyze(log_dir, world)
     code = exitcodes.exit_code(report)
-    if code == exitcodes.NO_FAILURE and (outcome.failed or outcome.slow):
+    unexplained = code == exitcodes.NO_FAILURE and (outcome.failed or outcome.slow)
+    if unexplained:
         # The run itself saw a failure that no rule recognised: never report that as a pass.
         code = exitcodes.INCONCLUSIVE
     keep = s.keep_logs or not temporary or code != exitcodes.NO_FAILURE
@@ -189,11 +196,17 @@ def _standalone(s: _Settings) -> int:
         present.bisection(con, outcome.bisection, outcome.judgement)
         con.print()
     _render(report, s.fmt)
+    if unexplained:
+        present.console(sys.stderr if s.fmt == "json" else sys.stdout).print(Text(
+            "triage repro: the run failed (see its phases) but no rule recognised why in its logs: "
+            "inconclusive", style="bold"))
     if keep:
-        _say_logs(log_dir, s.fmt, out)
+        _say_logs(log_dir, s.fmt)
     else:
         shutil.rmtree(log_dir, ignore_errors=True)
         shutil.rmtree(log_dir.with_name(log_dir.name + ".bisect"), ignore_errors=True)
+        if s.fmt == "terminal":
+            con.print(Text("logs: removed, the run passed (--keep-logs keeps them)", style="dim"))
     return code
 
 
@@ -207,19 +220,15 @@ def _log_dir(given: Path | None) -> tuple[Path, bool]:
 
 
 def _analyze(log_dir: Path, world: int) -> Report:
-    from triage.api import analyze
-
     return analyze([log_dir], world_size=world)
 
 
 def _render(report: Report, fmt: str) -> None:
-    from triage.report import render
-
     render(report, fmt, sys.stdout)
     sys.stdout.flush()
 
 
-def _say_logs(log_dir: Path, fmt: str, out: object) -> None:
+def _say_logs(log_dir: Path, fmt: str) -> None:
     stream = sys.stderr if fmt == "json" else sys.stdout  # json: stdout holds the report only
     bisect_dir = log_dir.with_name(log_dir.name + ".bisect")
     extra = f" (bisection: {bisect_dir})" if bisect_dir.is_dir() else ""
@@ -235,22 +244,23 @@ def _progress(message: str) -> None:
 # -- under a launcher ---------------------------------------------------------------------------
 
 def _launched(s: _Settings, env: launch.RankEnv) -> NoReturn:
-    from triage.repro.protocol import StatusPipe
-    from triage.repro.worker import Rank
+    from triage.repro.worker import Rank  # imports torch
 
     gpus = _gpus() if s.backend in ("auto", "nccl") else []
     backend = _resolve_backend(s.backend, bool(gpus))
     if s.world_size is not None and s.world_size != env.world_size:
         raise ReproError(f"--world-size {s.world_size} differs from the {env.world_size} ranks that "
                          f"{env.launcher} launched")
-    # Every rank on a host must find the same folder without talking: derive it from the job id.
-    safe = regex.sub(r"[^\w.-]+", "_", env.run_id)
+    # Every rank on a host must find the same folder without talking: derive it from the job id
+    # and the launcher process they share on this host (torchrun's run id is often just "none").
+    safe = regex.sub(r"[^\w.-]+", "_", f"{env.run_id}-{os.getppid()}")
     log_dir = s.log_dir or Path(tempfile.gettempdir()) / f"triage-repro-{safe}"
     log_dir.mkdir(parents=True, exist_ok=True)
     opts = s.options(backend, env.world_size, log_dir)
     if env.rank == 0 and s.bisect:
-        _progress("--bisect runs standalone only (it launches its own smaller groups): "
-                  "run `triage repro --bisect` on the suspect host")
+        present.console(sys.stderr).print(Text(
+            "triage repro: --bisect runs standalone only (it launches its own smaller groups): "
+            "run `triage repro --bisect` on the suspect host"))
 
     def report(code: int, rank: Rank) -> int:
         return _report_launched(s, opts, env, rank, code)
@@ -264,12 +274,12 @@ def _report_launched(s: _Settings, opts: ReproOptions, env: launch.RankEnv, rank
     report = _analyze(log_dir, env.world_size)
     if s.fmt == "terminal":
         con = present.console(sys.stdout)
-        present.header(con, opts, f"{env.launcher}, {env.nodes} node{'s' if env.nodes > 1 else ''}")
+        present.header(con, opts, f"under {env.launcher} ({env.nodes} node{'s' if env.nodes > 1 else ''})")
         present.phases(con, _own_phases(rank))
         present.bandwidth(con, rank.result)
         con.print()
     _render(report, s.fmt)
-    _say_logs(log_dir, s.fmt, sys.stdout)
+    _say_logs(log_dir, s.fmt)
     if env.nodes > 1:
         present.console(sys.stderr).print(Text(
             "the logs of other nodes stay on those nodes: gather them and run `triage analyze` over all"))
@@ -297,8 +307,6 @@ def _tail(path: Path, size: int = 4096) -> bytes:
 
 def _own_phases(rank: Rank) -> list[PhaseRow]:
     """Rank 0's own view of the phases (under a launcher there is no coordinator to ask)."""
-    from triage.repro.coordinator import PhaseRow
-
     rows = []
     current = rank.watchdog.phase
     for phase in PHASES:

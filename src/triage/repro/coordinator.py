@@ -48,7 +48,8 @@ def phase_rows(run: Run) -> list[PhaseRow]:
         died = [p.job_rank for p in run.procs if p.died == phase]
         stuck = [p.job_rank for p in run.procs if p.phase == phase and p.end is not None
                  and p.end.get("status") == "stuck"]
-        ended = [p.job_rank for p in run.procs if p.phase == phase and p.ended_by_us is not None]
+        ended = [p.job_rank for p in run.procs if p.phase == phase
+                 and (p.ended_by_us is not None or p.hung_hard)]
         failed = {p.job_rank: p.failed[phase] for p in run.procs if phase in p.failed}
         reached = [p for p in run.procs if p.phase_secs.get(phase) is not None or p.phase == phase]
         seconds = max((p.phase_secs[phase] for p in done), default=None)
@@ -60,7 +61,7 @@ def phase_rows(run: Run) -> list[PhaseRow]:
                 detail += f"; ended after it: {_ranks(ended)}"
             rows.append(PhaseRow(phase, "crashed", None, detail))
         elif stuck or ended:
-            detail = f"past the deadline: ranks {_ranks(stuck + ended)}"
+            detail = f"stuck: ranks {_ranks(stuck + ended)}"
             if failed:
                 detail += f"; failed after them: {_ranks(list(failed))}"
             rows.append(PhaseRow(phase, "stuck", None, detail))
@@ -97,13 +98,16 @@ def run_standalone(opts: ReproOptions, devices: list[str] | None, do_bisect: boo
     log.line(f"launching {world} ranks (world size {world}) on this host, backend {opts.backend}, "
              f"pid {os.getpid()}")
     run = _new_run(opts, log, devices)
-    supervise([run], log.fd)
-    outcome = Outcome(run, phase_rows(run), _failed(run), _slow(run))
-    if do_bisect:
-        if outcome.failed or outcome.slow:
-            _bisect(outcome, opts, devices, log)
-        else:
-            log.line("bisect: the whole group passed; nothing to bisect")
+    try:
+        supervise([run], log.fd)
+        outcome = Outcome(run, phase_rows(run), _failed(run), _slow(run))
+        if do_bisect:
+            if outcome.failed or outcome.slow:
+                _bisect(outcome, opts, devices, log)
+            else:
+                log.line("bisect: the whole group passed; nothing to bisect")
+    finally:
+        log.close()
     return outcome
 
 
@@ -115,6 +119,7 @@ def _group_result(run: Run) -> bisect.GroupResult:
     if run.result and run.result.get("rows"):
         busbw = float(max(run.result["rows"], key=lambda r: r["size"])["busbw"])
     late = (run.result or {}).get("late") or []
+    short = (run.result or {}).get("shortfall")
     if bad is not None:
         return bisect.GroupResult(ranks, failed=True, phase=bad.phase, busbw=busbw,
                                   note=f"{bad.status} in {bad.phase}" + (f" ({bad.detail})" if bad.detail else ""))
@@ -122,6 +127,9 @@ def _group_result(run: Run) -> bisect.GroupResult:
         first = late[0]
         return bisect.GroupResult(ranks, failed=False, slow=True, phase=first["phase"], busbw=busbw,
                                   note=f"rank {first['rank']} arrived late in {first['phase']}")
+    if short is not None:
+        return bisect.GroupResult(ranks, failed=False, slow=True, phase="execution", busbw=busbw,
+                                  note=f"busbw {short}% of the expected figure")
     return bisect.GroupResult(ranks, failed=False, busbw=busbw)
 
 
@@ -137,9 +145,16 @@ def _bisect(outcome: Outcome, opts: ReproOptions, devices: list[str] | None, log
             sub = replace(opts, group=[a, b], log_dir=str(root / f"group-{a}-{b}"))
             runs.append(_new_run(sub, LineLog(root / f"group-{a}-{b}" / "coordinator.log", "coordinator"),
                                  devices))
-        supervise(runs, log.fd)
+        try:
+            supervise(runs, log.fd)
+        finally:
+            for finished in runs:
+                finished.log.close()
         results.extend(_group_result(r) for r in runs)
-    bisect.mark_slow_by_bandwidth(results)
+    if opts.backend == "nccl":
+        # GPU links are steady enough to compare pairs by bandwidth; CPU hosts shared with other
+        # work are not (a pair can halve its speed for no fault of its own).
+        bisect.mark_slow_by_bandwidth(results)
     for r in results:
         bw = f", busbw {gbps(r.busbw)} GB/s at {format_size(max(opts.sizes))}" if r.busbw is not None else ""
         state = "FAILED" if r.failed else "slow" if r.slow else "passed"

@@ -20,6 +20,7 @@ SLOW_SHARE = 0.5  # a slow rank arrives this share of the phase deadline late (c
 SLOW_EXEC_SHARE = 0.3  # in execution, spread this share of the deadline over all its collectives
 SLOW_EXEC_MAX_S = 0.05
 _PR_SET_DUMPABLE = 4
+ENV_HOLD_GIL = "TRIAGE_REPRO_HANG_HOLDS_GIL"  # tests: the injected hang holds the GIL
 
 
 class Injector:
@@ -67,6 +68,10 @@ class Injector:
     def _hang_or_crash(self, phase: str) -> None:
         if self._is("hang", phase):
             self.log.line(f"inject: hanging in phase {phase}")
+            if os.environ.get(ENV_HOLD_GIL):
+                # A native call that never returns and never releases the GIL: only the outer
+                # backstops (faulthandler's C timer, the coordinator) can end this rank.
+                ctypes.PyDLL(None).sleep(3600)
             while True:
                 time.sleep(3600)
         if self._is("crash", phase):

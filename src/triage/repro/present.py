@@ -28,7 +28,7 @@ def console(out: TextIO, color: bool | None = None) -> Console:
 def header(con: Console, opts: ReproOptions, launcher: str) -> None:
     deadlines = " · ".join(f"{p} {opts.deadlines[p]:g} s" for p in PHASES)
     sizes = ", ".join(format_size(s) for s in opts.sizes)
-    con.print(Text(f"triage repro: {len(opts.group)} ranks ({launcher}), backend {opts.backend}", style="bold"))
+    con.print(Text(f"triage repro: {len(opts.group)} ranks {launcher}, backend {opts.backend}", style="bold"))
     con.print(Text(f"deadlines: {deadlines}; all-reduce sizes {sizes} x {opts.iters} iterations"))
     if opts.inject is not None:
         i = opts.inject

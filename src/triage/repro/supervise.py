@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions
 from triage.repro.protocol import (
@@ -63,6 +65,7 @@ class Proc:
     end: dict[str, Any] | None = None  # the rank's own `end` message
     died: str | None = None  # phase in which it died without reporting
     ended_by_us: str | None = None  # why we ended it
+    hung_hard: bool = False  # faulthandler's backstop timer ended it (see watchdog.py)
     returncode: int | None = None
 
 
@@ -135,6 +138,10 @@ def _spawn_all(runs: list[Run], stderr: int) -> list[tuple[Run, Proc]]:
             zygote.kill()
             zygote.wait()
             out = b""
+        except BaseException:
+            # Ctrl-C while starting: ranks already forked find themselves orphaned and end.
+            zygote.kill()
+            raise
     finally:
         for spec in specs:
             os.close(int(spec["log_fd"]))
@@ -217,6 +224,12 @@ def _on_exit(run: Run, proc: Proc, code: int, now: float) -> None:
             run.log.line(f"rank {proc.job_rank} ended with exit code {code} after reporting: "
                          f"{proc.end.get('status', '?')}")
         return
+    if code == 1 and _faulthandler_timed_out(proc.log_path):
+        proc.hung_hard = True
+        run.log.line(f"watchdog: rank {proc.job_rank} hung hard in phase {phase}: faulthandler's timer "
+                     f"ended it {BACKSTOP_S:g} s after its deadline (its own watchdog could not run: a call "
+                     "held the interpreter); its stack is in its log")
+        return
     proc.died = phase
     before = "" if proc.phase else " (before the phase began: see its log)"
     if code < 0:
@@ -227,6 +240,20 @@ def _on_exit(run: Run, proc: Proc, code: int, now: float) -> None:
                      "without reporting why")
     if run.death is None:
         run.death = (proc.job_rank, now)
+
+
+_FAULTHANDLER_TIMEOUT = regex.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", regex.M)
+
+
+def _faulthandler_timed_out(log_path: Path) -> bool:
+    """Whether the rank's log ends with the dump of faulthandler.dump_traceback_later."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, log_path.stat().st_size - (64 << 10)))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return _FAULTHANDLER_TIMEOUT.search(tail) is not None
 
 
 def _overdue(run: Run, proc: Proc, now: float) -> str | None:
@@ -252,8 +279,9 @@ def _overdue(run: Run, proc: Proc, now: float) -> str | None:
 def _end(ending: list[tuple[Run, Proc, str]]) -> None:
     """Capture the stacks of these ranks, then kill their process groups."""
     for run, proc, why in ending:
-        LineLog(proc.log_path, "coordinator").line(f"capturing the stack of rank {proc.job_rank} before "
-                                                     "ending it (SIGUSR1)")
+        note = LineLog(proc.log_path, "coordinator")  # in the rank's own log, above its stack
+        note.line(f"capturing the stack of rank {proc.job_rank} before ending it (SIGUSR1)")
+        note.close()
         proc.ended_by_us = why
         run.log.line(why)
         _signal(proc, signal.SIGUSR1, group=False)

@@ -14,6 +14,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -88,7 +89,6 @@ class Rank:
         self.result: dict[str, Any] | None = None  # rank 0's findings, once execution finished
         self.end_status: str | None = None
         self._ending = threading.Lock()
-        self._store: Store | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -101,7 +101,9 @@ class Rank:
                 if not self._phase(phase, body):
                     self.end(EXIT_FAILED, f"failed in phase {phase}")
         except BaseException as exc:
-            self.log.line(f"internal error: {type(exc).__name__}: {exc}")
+            # A bug of ours, not a finding: its traceback goes to the log with our prefix on
+            # every line, so that no rule takes it for the rank's own failure.
+            self.log.line(f"internal error: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             self.end(EXIT_FAILED, "internal error")
         self.end(EXIT_PASS, "passed")
 
@@ -187,8 +189,8 @@ class Rank:
         timeout = timedelta(seconds=2 * max(self.opts.deadlines.values()) + 10)
         with self._waiting("comm_init", f"TCPStore rendezvous at {env.master_addr}:{env.master_port}"):
             store = TCPStore(env.master_addr, env.master_port, self.world,
-                                  is_master=self.index == 0 and not env.use_agent_store,
-                                  timeout=timeout, wait_for_workers=False)
+                             is_master=self.index == 0 and not env.use_agent_store,
+                             timeout=timeout, wait_for_workers=False)
         prefix = f"triage-repro/{env.run_id}/{'-'.join(map(str, self.group))}/"
         kwargs: dict[str, Any] = {}
         if self.cuda:
@@ -197,8 +199,7 @@ class Rank:
         with self._waiting("comm_init", f"init_process_group({self.opts.backend})"):
             dist.init_process_group(self.opts.backend, store=PrefixStore(prefix + "pg", store),
                                     rank=self.index, world_size=self.world, timeout=timeout, **kwargs)
-        self._store = PrefixStore(prefix + "config", store)
-        self._agree_on_config(self._store)
+        self._agree_on_config(PrefixStore(prefix + "config", store))
 
     def _config(self) -> dict[str, Any]:
         world = self.world + (1 if self.inject.corrupts("comm_init") else 0)
