@@ -87,3 +87,9 @@ def test_a_rule_whose_regex_does_not_compile_is_refused(tmp_path: Path) -> None:
     path.write_text(source.replace("regex: '", "regex: '(unclosed", 1))
     with pytest.raises(RuleError, match="regex does not compile"):
         load_rule(path)
+
+
+def test_every_literal_holds_a_needle() -> None:
+    # The scanner only looks at lines holding a needle: a literal without one would never fire.
+    for literal in MATCHER.by_literal:
+        assert any(needle in literal for needle in MATCHER.needles), literal

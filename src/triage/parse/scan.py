@@ -69,9 +69,9 @@ def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[st
         subs = {literal[j:j + size] for j, c in enumerate(literal) if c in starts
                 for size in _NEEDLE_LENGTHS if j + size <= len(literal)}
         subs |= {literal[j:] for j, c in enumerate(literal) if c in starts and len(literal) - j >= 3}
+        subs = {sub for sub in subs if sub.strip() == sub}  # an edge space is a wasted character
         for sub in subs:
-            if sub.strip() == sub:
-                masks[sub] = masks.get(sub, 0) | (1 << i)
+            masks[sub] = masks.get(sub, 0) | (1 << i)
         if not subs:
             for word in _WORD.findall(literal) or [literal]:
                 words[word] = words.get(word, 0) | (1 << i)
@@ -100,6 +100,8 @@ def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[st
             continue
         (chosen_find if own else chosen).append(word)
         uncovered &= ~mask
+    # Every literal must be findable, whatever the heuristics above made of it.
+    chosen_find += [lit for i, lit in enumerate(literals) if uncovered >> i & 1]
     return chosen, chosen_find
 
 
