@@ -43,6 +43,7 @@ def render(report: Report) -> list[Text]:
     blocks.append(head)
     blocks.extend(_culprit_line(c) for c in v.culprits)
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
+    blocks.append(Text())
     evidence = [(c, e) for c in v.culprits for e in c.evidence][:_MAX_EVIDENCE]
     if evidence:
         blocks.append(Text("Evidence:", style="bold"))
@@ -52,15 +53,15 @@ def render(report: Report) -> list[Text]:
             line.append(ev.text)  # literal: no markup is interpreted
             blocks.append(line)
     if v.missing:
-        blocks.append(Text("Missing evidence:", style="bold"))
+        blocks.append(Text("\nMissing evidence:", style="bold"))
         blocks.extend(Text(f"  • {m}") for m in v.missing)
     if v.advice:
-        blocks.append(Text("Next steps:", style="bold"))
+        blocks.append(Text("\nNext steps:", style="bold"))
         blocks.extend(Text(f"  • {a}") for a in v.advice)
     if report.ranks and v.status is not Status.NO_FAILURE:
         blocks.extend(_rank_picture(report))
     if v.lost:
-        blocks.append(Text("Other hypotheses:", style="bold"))
+        blocks.append(Text("\nOther hypotheses:", style="bold"))
         for h in v.lost[:4]:
             who = ", ".join(_who(c) for c in h.culprits) or "no culprit"
             blocks.append(Text(f"  {h.name} ({h.score:.2f}): {who}", style="dim"))
@@ -93,7 +94,7 @@ def _culprit_line(c: Culprit) -> Text:
 
 
 def _rank_picture(report: Report) -> list[Text]:
-    legend = Text("Ranks ", style="bold")
+    legend = Text("\nRanks ", style="bold")
     legend.append("X culprit  E failed  T timed out / lost a peer  · ok  ? no log", style="dim")
     rows = _host_rows(report) if all(s.host for s in report.ranks.values()) else _block_rows(report)
     return [legend, *_fold(rows)]
@@ -144,7 +145,7 @@ def _sources(report: Report) -> list[Text]:
     skipped = [s for s in report.sources if s.skipped]
     noted = [s for s in report.sources if s.notes and not s.skipped and s.notes != ["empty"]]
     read = len(report.sources) - len(skipped)
-    lines = [Text(f"Sources: {read} read, {len(skipped)} skipped", style="bold")]
+    lines = [Text(f"\nSources: {read} read, {len(skipped)} skipped", style="bold")]
     lines.extend(Text(f"  skipped {s.name}: {s.skipped}", style="yellow") for s in skipped[:10])
     if len(skipped) > 10:
         lines.append(Text(f"  … and {len(skipped) - 10} more skipped", style="yellow"))
