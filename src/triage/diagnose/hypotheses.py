@@ -219,6 +219,13 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
     silent = [r for r in ctx.expected if r not in waiters and r not in failed]
     if not silent:
         return None
+    if failed:
+        # After a rank crashed, the launcher tears the others down: a rank it stopped (SIGTERM)
+        # before it had time to time out is explained by the crash, not silent by itself.
+        silent = [r for r in silent
+                  if not (ctx.facts[r].exits and all(is_victim_exit(e) for e in ctx.facts[r].exits))]
+        if not silent:
+            return None
     with_log = [r for r in silent if ctx.facts[r].state.has_log]
     without_log = [r for r in silent if not ctx.facts[r].state.has_log]
     n = len(ctx.expected)

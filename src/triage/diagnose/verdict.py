@@ -159,9 +159,25 @@ def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]
         category=candidates[0].category if candidates else Category.UNKNOWN,
         confidence=round(candidates[0].score, 2) if candidates else 0.0,
         culprits=[],
-        reasoning=("The evidence does not settle which rank broke the job"
-                   + (f"; the strongest lead: {candidates[0].reasoning}" if candidates else ".")),
+        reasoning=_undecided(ctx, candidates),
         advice=["Collect the missing evidence below and run triage again."] if missing else [],
         missing=missing or ["no rank's log shows where the failure began"],
         lost=candidates,
     )
+
+
+def _undecided(ctx: Context, candidates: list[Hypothesis]) -> str:
+    """Say what is known, and why it does not name a culprit."""
+    waiters = ctx.waiters()
+    no_log = [r for r, s in ctx.job.ranks.items() if not s.has_log]
+    parts = ["The evidence does not settle which rank broke the job."]
+    if waiters:
+        parts.append(f"{len(waiters)} of {len(ctx.expected)} ranks timed out or lost a peer")
+        if no_log:
+            parts[-1] += (f"; ranks {fmt_ranks(no_log)} left no log, and the culprit is likely "
+                          "among them")
+        parts[-1] += "."
+    if candidates:
+        names = ", ".join(f"{h.name} ({h.score:.2f})" for h in candidates[:3])
+        parts.append(f"Leads too weak or in conflict: {names}; the strongest: {candidates[0].reasoning}")
+    return " ".join(parts)

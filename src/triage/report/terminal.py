@@ -43,10 +43,9 @@ def render(report: Report) -> list[Text]:
     blocks.append(head)
     blocks.extend(_culprit_line(c) for c in v.culprits)
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
-    blocks.append(Text())
     evidence = [(c, e) for c in v.culprits for e in c.evidence][:_MAX_EVIDENCE]
     if evidence:
-        blocks.append(Text("Evidence:", style="bold"))
+        blocks.append(Text("\nEvidence:", style="bold"))
         for _, ev in evidence:
             line = Text(f"  {ev.source}:{ev.line}", style="cyan")
             line.append("\n    ")
