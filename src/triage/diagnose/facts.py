@@ -42,6 +42,13 @@ class RankFacts:
         return bool(self.timeouts or self.peer_errors)
 
     @property
+    def stopped_by_launcher(self) -> bool:
+        """torchrun or srun ended it (SIGTERM/SIGKILL after another process failed)."""
+        if self.exits and all(is_victim_exit(e) for e in self.exits):
+            return True
+        return any(e.kind is Kind.CONSEQUENCE and e.fields.get("signal") for e in self.state.events)
+
+    @property
     def first_failure_time(self) -> float | None:
         times = [e.time for e in self.self_failures if e.time is not None]
         return min(times) if times else None

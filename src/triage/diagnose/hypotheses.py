@@ -222,8 +222,7 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
     if failed:
         # After a rank crashed, the launcher tears the others down: a rank it stopped (SIGTERM)
         # before it had time to time out is explained by the crash, not silent by itself.
-        silent = [r for r in silent
-                  if not (ctx.facts[r].exits and all(is_victim_exit(e) for e in ctx.facts[r].exits))]
+        silent = [r for r in silent if not ctx.facts[r].stopped_by_launcher]
         if not silent:
             return None
     with_log = [r for r in silent if ctx.facts[r].state.has_log]
@@ -356,6 +355,10 @@ def network_link(ctx: Context) -> Hypothesis | None:
                 reasoning=f"All {len(events)} network errors name one endpoint, {ip}<{port}> on "
                           f"{peer}: a single process, not the host's network. Rank {rank} on "
                           f"{peer} logged its own failure ({own[0].message}).")
+    if not others:
+        return None  # errors only from the host's own ranks: its processes went, not its network
+    if any(ctx.facts[r].self_failures for r in hosts[peer]):
+        return None  # a rank there failed by itself: the lost connections follow from that
     if len(others) == 1:
         (other,) = others
         back = named.get(other, [])

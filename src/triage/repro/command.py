@@ -111,7 +111,7 @@ def repro(
         if env is not None:
             _launched(settings, env)  # never returns: each rank ends its own process
         code = _standalone(settings)
-    except (OptionError, ReproError, SpawnError) as exc:
+    except (OptionError, ReproError) as exc:
         _fail(str(exc))
     raise typer.Exit(code)
 
@@ -178,6 +178,8 @@ def _standalone(s: _Settings) -> int:
     _progress(f"running {world} ranks; logs in {log_dir}")
     try:
         outcome = run_standalone(opts, gpus[:world] if backend == "nccl" else None, s.bisect)
+    except SpawnError as exc:
+        raise ReproError(f"{exc}: the reason is in {log_dir / 'coordinator.log'}") from None
     except KeyboardInterrupt:
         # The supervisor has already ended every rank (its `finally`); say where the logs are.
         present.console(sys.stderr).print(Text(f"triage repro: interrupted; the ranks were ended; "

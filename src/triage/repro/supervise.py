@@ -152,7 +152,7 @@ def _spawn_all(runs: list[Run], stderr: int) -> list[tuple[Run, Proc]]:
             _kill_group(pid)
         for _, _, reader, _ in placed:
             os.close(reader)
-        raise SpawnError("the ranks could not be started (the reason is in coordinator.log)")
+        raise SpawnError("the ranks could not be started")
     now = time.monotonic()
     procs = []
     for (run, index, reader, log_path), pid in zip(placed, pids, strict=True):
