@@ -62,3 +62,43 @@ def test_scenario_verdict(expected_path: Path) -> None:
 
 def test_there_are_enough_scenarios() -> None:
     assert len(SCENARIOS) >= 15, [p.parent.name for p in SCENARIOS]
+
+
+# Which principle of DESIGN §4 must name the culprit in each scenario, and which must lose there.
+WINNERS = {
+    "named-by-tool": ["nccl23-desync-rank2", "real-gloo-skip-init-rank3"],
+    "first-failure": ["nccl23-oom-rank6", "nccl25-sigkill-rank3", "nccl24-slurm-interleaved-rank7",
+                      "nccl24-store-rank13", "real-gloo-sigkill-rank1", "real-gloo-exception-rank3",
+                      "real-gloo-segfault-rank2", "real-2node-sigkill-rank5"],
+    "silent-rank": ["nccl24-silent-rank11", "nccl21-silent-rank3", "nccl26-missing-log-rank5",
+                    "big-1024-silent-rank777", "real-gloo-hang-rank2", "real-2node-hang-rank6"],
+    "lagging-rank": ["nccl25-lagging-rank9"],
+    "collective-mismatch": ["nccl24-mismatch-rank4"],
+    "network-host": ["nccl24-ib-host3"],
+    "network-endpoint": ["nccl24-first-collective-rank12"],
+}
+LOSERS = {
+    "silent-rank": ["nccl23-desync-rank2"],
+    "first-failure": ["nccl24-first-collective-rank12", "real-gloo-skip-init-rank3"],
+}
+
+
+def _verdict_of(name: str) -> dict[str, Any]:
+    (path,) = [p for p in SCENARIOS if p.parent.name == name]
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    args = spec.get("args") or {}
+    return to_dict(analyze([path.parent / "logs"], world_size=args.get("world_size")))["verdict"]
+
+
+@pytest.mark.parametrize(("hypothesis", "scenario"),
+                         [(h, s) for h, names in WINNERS.items() for s in names])
+def test_the_right_principle_wins(hypothesis: str, scenario: str) -> None:
+    assert _verdict_of(scenario)["hypothesis"] == hypothesis
+
+
+@pytest.mark.parametrize(("hypothesis", "scenario"),
+                         [(h, s) for h, names in LOSERS.items() for s in names])
+def test_a_weaker_principle_loses(hypothesis: str, scenario: str) -> None:
+    verdict = _verdict_of(scenario)
+    assert verdict["hypothesis"] != hypothesis
+    assert hypothesis in [h["name"] for h in verdict["hypotheses_lost"]]

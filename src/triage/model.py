@@ -159,6 +159,7 @@ class Verdict:
     reasoning: str
     advice: list[str]
     missing: list[str] = field(default_factory=list)  # what evidence would settle it
+    hypothesis: str | None = None  # the principle that won (named-by-tool, silent-rank …)
     lost: list[Hypothesis] = field(default_factory=list)  # hypotheses that did not win
 
 

@@ -78,6 +78,7 @@ def diagnose(job: Job) -> Verdict:
         reasoning=winner.reasoning,
         advice=advice,
         missing=_missing(ctx) if winner.score < 0.75 else [],
+        hypothesis=winner.name,
         lost=lost,
     )
 

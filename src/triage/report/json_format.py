@@ -28,6 +28,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "reasoning": verdict.reasoning,
             "advice": verdict.advice,
             "missing": verdict.missing,
+            "hypothesis": verdict.hypothesis,
             "hypotheses_lost": [_hypothesis(h) for h in verdict.lost],
         },
         "world_size": {"value": report.world_size, "from": report.world_size_from},

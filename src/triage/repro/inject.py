@@ -60,10 +60,14 @@ class Injector:
         return min(SLOW_EXEC_MAX_S, SLOW_EXEC_SHARE * self.deadlines["execution"] / self.exec_ops)
 
     def announce(self) -> None:
-        if self.injection is not None:
-            i = self.injection
-            extra = f" ({self.exec_delay() * 1000:.0f} ms per collective)" if (i.kind, i.phase) == ("slow", "execution") else ""
-            self.log.line(f"inject: this rank will {i.kind}{extra} in phase {i.phase}")
+        if self.injection is None:
+            return
+        i = self.injection
+        what = {"hang": "hang", "crash": "crash (SIGSEGV)", "slow": "arrive late",
+                "wrong-value": "contribute a wrong value"}[i.kind]
+        if (i.kind, i.phase) == ("slow", "execution"):
+            what += f" ({self.exec_delay() * 1000:.0f} ms before each collective)"
+        self.log.line(f"inject: this rank will {what} in phase {i.phase}")
 
     def _hang_or_crash(self, phase: str) -> None:
         if self._is("hang", phase):

@@ -1,0 +1,149 @@
+"""The small pieces the scanner and the job picture rely on, on real line and path shapes."""
+
+from __future__ import annotations
+
+import calendar
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import triage.api
+from triage.api import analyze
+from triage.diagnose.facts import parse_ranks
+from triage.diagnose.hypotheses import fmt_ranks
+from triage.ingest.identity import identity_from_path
+from triage.model import Identity
+from triage.parse.clock import parse_time
+from triage.parse.prefix import peel
+from triage.parse.scan import Matcher, ScanStats, choose_needles, scan_text
+from triage.rules import load_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+WATCHDOG = ("[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600000 milliseconds before timing out.")
+
+
+@pytest.mark.parametrize(("line", "rank", "local_rank", "host", "pid"), [
+    ("[rank11]:[E709 17:05:38.1 x.cpp:1] m", 11, None, None, None),
+    ("[default3]:[rank11]:[E709 17:05:38.1 x.cpp:1] m", 11, 3, None, None),
+    ("[rank3]:[rank11]:[E709 17:05:38.1 x.cpp:1] m", 11, 3, None, None),  # tee role "rank"
+    (" 5: [default1]:step 3", None, 1, None, None),  # srun per node: label is the node
+    ("12: hello", 12, None, None, None),  # srun --label, one task per rank
+    ("[1,6]<stderr>:[rank6]: Traceback", 6, None, None, None),
+    ("(RayWorkerWrapper pid=270291, ip=10.1.2.3) [rank3]:[E219 1:1:1.1 x:1] m", 3, None, "10.1.2.3", 270291),
+    ("2024-05-01T10:00:00.123456789Z stderr F [rank2]: boom", 2, None, None, None),
+    ("[pod/train-worker-3/trainer] [rank9]: boom", 9, None, "train-worker-3", None),
+])
+def test_launcher_prefixes_are_peeled(line: str, rank: int | None, local_rank: int | None,
+                                      host: str | None, pid: int | None) -> None:
+    peeled = peel(line)
+    ident = peeled.identity
+    assert (ident.rank, ident.local_rank, ident.host, ident.pid) == (rank, local_rank, host, pid)
+
+
+def test_peel_keeps_the_c10_envelope_and_drops_colours() -> None:
+    assert peel("\x1b[31m[rank1]:[E709 17:05:38.1 x.cpp:1] m\x1b[0m").text == "[E709 17:05:38.1 x.cpp:1] m"
+    assert peel("step 1\rstep 2\rstep 3").text == "step 3"
+
+
+@pytest.mark.parametrize(("text", "expected", "has_year"), [
+    ("[rank0]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632]", (2000, 7, 9, 17, 5, 38), False),
+    ("[E1218 01:02:03.1 x.cpp:1]", (2000, 12, 18, 1, 2, 3), False),
+    ("E0606 09:10:14.926000 2888264 torch/distributed/elastic/multiprocessing/api.py:988]",
+     (2000, 6, 6, 9, 10, 14), False),
+    ("[2024-03-12 02:29:19,601] torch.distributed.elastic", (2024, 3, 12, 2, 29, 19), True),
+    ("[ERROR] HCCL(3035894,python):2024-11-05-21:06:03.662.708 [x.cc:1]", (2024, 11, 5, 21, 6, 3), True),
+    ("  time      : 2026-08-13_08:21:19", (2026, 8, 13, 8, 21, 19), True),
+])
+def test_clocks_of_every_family(text: str, expected: tuple[int, ...], has_year: bool) -> None:
+    parsed = parse_time(text)
+    assert parsed is not None
+    seconds, year_given = parsed
+    assert year_given is has_year
+    assert int(seconds) == calendar.timegm((*expected, 0, 0, 0))
+
+
+def test_a_line_without_a_clock() -> None:
+    assert parse_time("step 12 loss 2.31") is None
+
+
+@pytest.mark.parametrize(("path", "rank", "local_rank", "host"), [
+    ("job/gpu-node-07/none_x1/attempt_0/3/stderr.log", None, 3, "gpu-node-07"),
+    ("logs/rank-0013.log", 13, None, None),
+    ("logs/rank3.log.gz", 3, None, None),
+    ("out/train-123456-5.out", 5, None, None),
+    ("logs/node12.log", None, None, "node12"),
+    ("nccl.node01.12345", None, None, "node01"),
+    ("host_3_10.0.0.4/worker.log", None, None, "10.0.0.4"),
+    ("fixtures/hang-rank2/logs/node01/console.log", None, None, "node01"),  # job folder says nothing
+    ("bundle.tar.gz!job/rank_7/stdout.log", 7, None, None),
+])
+def test_identity_from_paths(path: str, rank: int | None, local_rank: int | None,
+                             host: str | None) -> None:
+    ident = identity_from_path(path)
+    assert (ident.rank, ident.local_rank, ident.host) == (rank, local_rank, host)
+
+
+def test_rank_lists_and_their_display() -> None:
+    assert parse_ranks("[1,3,5,7,]") == [1, 3, 5, 7]
+    assert parse_ranks("ranks [1, 2] are") == [1, 2]
+    assert parse_ranks("0-3, 9") == [0, 1, 2, 3, 9]
+    assert fmt_ranks([9, 0, 1, 2, 3, 12]) == "0-3, 9, 12"
+
+
+def test_needles_cover_every_literal_and_stay_few() -> None:
+    literals = sorted({lit for r in load_rules() for lit in r.prefilter})
+    upper, found = choose_needles(literals)
+    assert all(any(n in lit for n in upper + found) for lit in literals)
+    assert len(found) <= 8, found  # each costs a pass over the text
+
+
+def test_a_line_split_across_reads_and_a_hard_wrapped_line() -> None:
+    matcher = Matcher(load_rules())
+    # Wrapped after the rule's literal: the rest of the message is on the next line.
+    cut = WATCHDOG.index("WorkNCCL(") + 20
+    text = "noise\n" * 1000 + WATCHDOG[:cut] + "\n" + WATCHDOG[cut:] + "\nmore noise\n"
+    pieces = [text[i:i + 997] for i in range(0, len(text), 997)]  # lines straddle the pieces
+    events = list(scan_text(matcher, "x.log", Identity(), pieces, ScanStats()))
+    hits = [e for e in events if e.rule_id == "pytorch-watchdog-timeout"]
+    assert len(hits) == 1
+    assert hits[0].evidence.line == 1001
+    assert hits[0].fields["seq"] == "7"
+
+
+def test_parallel_and_serial_reading_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    logs = ROOT / "tests" / "fixtures" / "nccl24-silent-rank11" / "logs"
+    serial = analyze([logs])
+    monkeypatch.setattr(triage.api, "PARALLEL_MIN_BYTES", 1)
+    parallel = analyze([logs])
+    assert [(s.name, s.lines, s.events) for s in parallel.sources] == [
+        (s.name, s.lines, s.events) for s in serial.sources]
+    assert [c.rank for c in parallel.verdict.culprits] == [c.rank for c in serial.verdict.culprits] == [11]
+
+
+def test_zip_archives_are_read_in_place(tmp_path: Path) -> None:
+    logs = ROOT / "tests" / "fixtures" / "real-gloo-hang-rank2" / "logs"
+    archive = tmp_path / "logs.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(logs.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(logs))
+    report = analyze([archive])
+    assert [c.rank for c in report.verdict.culprits] == [2]
+    assert all("!" in s.name for s in report.sources)
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_every_rule(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path),
+                    str(ROOT)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("triage-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {n.split("/")[-1] for n in names if n.startswith("triage/rules/")}
+    assert shipped == {p.name for p in (ROOT / "rules").rglob("*.yaml")}
+    assert "triage/schemas/report-v1.schema.json" in names
+    assert "triage/parse/healthy-sample.log" in names
