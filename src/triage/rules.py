@@ -180,5 +180,10 @@ def compile_rule(data: dict[str, Any], path: Path) -> Rule:
     )
 
 
-def event_phase(rule: Rule) -> Phase:
-    return Phase.UNKNOWN if rule.phase == "any" else Phase(rule.phase)
+def event_phase(rule: Rule, captured: str | None = None) -> Phase:
+    """The rule's phase; a rule of phase `any` may capture the phase from the line itself."""
+    if rule.phase != "any":
+        return Phase(rule.phase)
+    if captured in ("comm_init", "operator_load", "execution", "teardown"):
+        return Phase(captured)
+    return Phase.UNKNOWN

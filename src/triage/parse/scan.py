@@ -351,7 +351,7 @@ def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw
     return Event(
         rule_id=rule.id,
         kind=rule.kind,
-        phase=event_phase(rule),
+        phase=event_phase(rule, fields.get("phase")),
         severity=rule.severity,
         message=rule.render(fields),
         identity=identity.merged_over(base),
