@@ -147,3 +147,41 @@ def test_the_wheel_ships_every_rule(tmp_path: Path) -> None:
     assert shipped == {p.name for p in (ROOT / "rules").rglob("*.yaml")}
     assert "triage/schemas/report-v1.schema.json" in names
     assert "triage/parse/healthy-sample.log" in names
+
+
+def test_zstd_compressed_logs(tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    logs = ROOT / "tests" / "fixtures" / "real-gloo-hang-rank2" / "logs"
+    for path in sorted(logs.rglob("*.log")):
+        target = tmp_path / path.relative_to(logs)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Two frames per file: a reader that stops at the first frame would lose the second half.
+        data = path.read_bytes()
+        half = len(data) // 2
+        compressor = zstandard.ZstdCompressor()
+        target.with_suffix(".zst").write_bytes(
+            compressor.compress(data[:half]) + compressor.compress(data[half:]))
+    report = analyze([tmp_path])
+    assert [c.rank for c in report.verdict.culprits] == [2]
+    plain = analyze([logs])
+    assert sum(s.lines for s in report.sources) == sum(s.lines for s in plain.sources)
+
+
+def test_a_symlink_loop_does_not_trap_the_walk(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text(WATCHDOG.replace("Rank 3", "Rank 0") + "\n")
+    (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)
+    report = analyze([tmp_path], world_size=2)
+    assert [s.name for s in report.sources] == [str(tmp_path / "rank0.log")]
+    assert [c.rank for c in report.verdict.culprits] == [1]
+
+
+def test_a_subgroup_rank_is_not_taken_for_a_global_rank(tmp_path: Path) -> None:
+    # A file with no rank in its name or prefixes: `Rank 1` of PG GUID 3 (tp) is not global rank 1.
+    line = ("[E709 17:05:38.1 ProcessGroupNCCL.cpp:1709] [PG ID 2 PG GUID 3(tp) Rank 1] Timeout at "
+            "NCCL work: 7, last enqueued NCCL work: 7, last completed NCCL work: 6.\n")
+    (tmp_path / "worker.log").write_text(line)
+    report = analyze([tmp_path])
+    assert [e.identity.rank for e in report.events] == [None]
+    default = line.replace("[PG ID 2 PG GUID 3(tp) Rank 1]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]")
+    (tmp_path / "worker.log").write_text(default)
+    assert [e.identity.rank for e in analyze([tmp_path]).events] == [1]

@@ -42,6 +42,11 @@ def render(report: Report) -> list[Text]:
         head.append(f"  phase {v.phase.value} · {v.category.value} · confidence {v.confidence:.2f}")
     blocks.append(head)
     blocks.extend(_culprit_line(c) for c in v.culprits)
+    victims = [r for r, s in report.ranks.items() if s.role == "victim"]
+    if victims and v.status is Status.DIAGNOSED:
+        blocks.append(Text(f"Victims: {len(victims)} rank{'s' if len(victims) != 1 else ''} "
+                           f"({fmt_ranks(victims)}) timed out or lost a peer because of it",
+                           style="dim"))
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
     evidence = [(c, e) for c in v.culprits for e in c.evidence][:_MAX_EVIDENCE]
     if evidence:
