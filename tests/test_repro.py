@@ -96,8 +96,11 @@ def _assert_deadline_kept(run: Run, phase: str, deadline: float) -> None:
     waited_ms = int(line.split(" for ")[1].split(" ms")[0])
     assert deadline * 1000 <= waited_ms < deadline * 1000 + 1500
     assert "inject.py" in run.log("rank2.log")  # the Python stack shows where it hung
-    victims = [r for r in (0, 1, 3) if "waiting on its peers" in run.log(f"rank{r}.log")]
-    assert victims, "no peer reported waiting for rank 2"
+    # Its peers either reached their own deadline inside the collective, or (when rank 2's deadline
+    # came a few ms first and it ended) lost it as a peer.
+    for r in (0, 1, 3):
+        log = run.log(f"rank{r}.log")
+        assert "waiting on its peers" in log or "FAILED (lost a peer)" in log, f"rank {r}"
 
 
 @needs_torch
@@ -162,7 +165,7 @@ def test_bisect_names_the_injected_rank(tmp_path: Path) -> None:
     assert run.culprit_ranks() == [1]
     coordinator = run.log("coordinator.log")
     assert "bisect: rank 1 is at fault in phase execution" in coordinator
-    assert any("repro-execution-bisect-rank" in c["reason"] for c in run.verdict["culprits"])
+    assert any("repro-bisect-rank" in c["reason"] for c in run.verdict["culprits"])
     assert (tmp_path / "logs.bisect" / "group-0-1" / "rank1.log").is_file()
 
 
@@ -240,9 +243,11 @@ def test_the_late_rank_is_the_one_that_waits_least() -> None:
     assert stragglers.late_once([0.1, 0.12, 0.09, 0.11], 1.0) is None
     waits = [[0.06, 0.061, 0.059] for _ in range(4)]
     waits[1] = [0.01, 0.011, 0.009]
-    late = stragglers.late_often(waits)
+    late = stragglers.late_often(waits, 0.002)
     assert late is not None and late.index == 1 and late.late == 3
-    assert stragglers.late_often([[0.01, 0.012, 0.011], [0.011, 0.01, 0.012]]) is None
+    assert stragglers.late_often([[0.01, 0.012, 0.011], [0.011, 0.01, 0.012]], 0.002) is None
+    # A pair where one rank is always a little later: under the CPU floor, it is noise.
+    assert stragglers.late_often([[0.009, 0.009, 0.009], [0.004, 0.004, 0.004]], 0.010) is None
 
 
 def test_bandwidth_rows_use_the_timed_collectives_only() -> None:

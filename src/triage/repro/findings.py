@@ -49,12 +49,12 @@ def bandwidth_rows(timings: Timings, sizes: list[int], iters: int,
     return rows
 
 
-def late_ranks(timings: Timings, deadlines: dict[str, float]) -> list[tuple[str, Straggler]]:
+def late_ranks(timings: Timings, deadlines: dict[str, float], backend: str) -> list[tuple[str, Straggler]]:
     found: list[tuple[str, Straggler]] = []
     for phase, waits in (("comm_init", timings.comm_init), ("operator_load", timings.operator_load)):
         threshold = max(LATE_FLOOR_S[phase], LATE_SHARE_OF_DEADLINE * deadlines[phase])
         if (late := stragglers.late_once(waits, threshold)) is not None:
             found.append((phase, late))
-    if (late := stragglers.late_often(timings.execution)) is not None:
+    if (late := stragglers.late_often(timings.execution, stragglers.EXEC_FLOOR_S[backend])) is not None:
         found.append(("execution", late))
     return found

@@ -10,7 +10,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-EXEC_FLOOR_S = 0.002  # below this a lag is scheduling noise, even on a GPU
+# Below these a lag is scheduling noise: Python launching GPU kernels, or a CPU host running
+# other work (gloo ranks share cores with everything else).
+EXEC_FLOOR_S = {"nccl": 0.002, "gloo": 0.010}
 NOISE_FACTOR = 3.0  # a straggler lags this many times more than the typical rank
 LATE_SHARE = 0.5  # and is the last to arrive at least this often
 
@@ -42,7 +44,7 @@ def late_once(waits: list[float], threshold_s: float) -> Straggler | None:
     return None
 
 
-def late_often(waits: list[list[float]]) -> Straggler | None:
+def late_often(waits: list[list[float]], floor_s: float) -> Straggler | None:
     """The rank that arrived late at most collectives of a series; waits[rank][op] in seconds."""
     if len(waits) < 2 or not waits[0]:
         return None
@@ -58,7 +60,7 @@ def late_often(waits: list[list[float]]) -> Straggler | None:
     # An op's own duration is the wait of its last arrival (it waited for nobody).
     op_time = statistics.median(min(w[op] for w in waits) for op in range(ops))
     noise = statistics.median(means[:worst] + means[worst + 1 :])
-    threshold = max(EXEC_FLOOR_S, 0.5 * op_time, NOISE_FACTOR * noise)
+    threshold = max(floor_s, 0.5 * op_time, NOISE_FACTOR * noise)
     if means[worst] > threshold and late[worst] >= LATE_SHARE * ops:
         return Straggler(worst, means[worst], late[worst], ops)
     return None

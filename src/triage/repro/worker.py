@@ -318,7 +318,7 @@ class Rank:
         table = [t.tolist() for t in everyone]
         timings = findings.Timings([r[0] for r in table], [r[1] for r in table], [r[2:] for r in table])
         rows = findings.bandwidth_rows(timings, self.opts.sizes, self.opts.iters, self.elements)
-        late = findings.late_ranks(timings, self.opts.deadlines)
+        late = findings.late_ranks(timings, self.opts.deadlines, self.opts.backend)
         gpu = torch.cuda.get_device_name(self.device) if self.cuda else None
         expected, why_none = bandwidth.expectation(gpu, bandwidth.interconnect() if self.cuda else None,
                                                    self.world, self.env.nodes)
