@@ -122,7 +122,7 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     events = [e for es in named.values() for e in es] + [e for es in hosts.values() for e in es]
     tools = sorted({e.rule_id for e in events})
     culprits = [
-        _rank_culprit(ctx, rank, f"named by {', '.join(sorted({e.rule_id for e in es}))}", es)
+        _rank_culprit(ctx, rank, f"{es[0].message} ({', '.join(sorted({e.rule_id for e in es}))})", es)
         for rank, es in sorted(named.items())
     ]
     culprits += [Culprit(kind="host", host=h, reason=f"named by {es[0].rule_id}",
