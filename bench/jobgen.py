@@ -46,6 +46,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from triage.diagnose.hypotheses import fmt_ranks
+
 # --------------------------------------------------------------------------------------------
 # Eras
 
@@ -372,16 +374,7 @@ def ranks_to_str(ranks: Sequence[int]) -> str:
 
 def id_ranges(ids: Sequence[int]) -> str:
     """[0,1,2,4] → '0-2,4' (Slurm task-list style)."""
-    out: list[str] = []
-    ids = sorted(ids)
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
+    return fmt_ranks(ids, sep=",")
 
 
 def hostlist(names: Sequence[str]) -> str:

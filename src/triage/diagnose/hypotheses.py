@@ -7,7 +7,7 @@ supports the candidate; the verdict stage weighs candidates against each other.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit, parse_ranks
@@ -47,7 +47,7 @@ def _rank_culprit(ctx: Context, rank: int, reason: str, events: list[Event]) -> 
                    evidence=_evidence(events))
 
 
-def fmt_ranks(ranks: list[int]) -> str:
+def fmt_ranks(ranks: Sequence[int], sep: str = ", ") -> str:
     """`[3, 4, 5, 9]` → `3-5, 9`."""
     parts: list[str] = []
     ordered = sorted(set(ranks))
@@ -58,7 +58,7 @@ def fmt_ranks(ranks: list[int]) -> str:
             j += 1
         parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
-    return ", ".join(parts)
+    return sep.join(parts)
 
 
 def wait_phase(ctx: Context) -> Phase:
