@@ -29,8 +29,6 @@ class Job:
     world_size: int | None
     world_size_from: str | None
     events: list[Event]  # every event, in time order where times are known
-    unattributed: list[Event]  # events no rank could be given to (agents, Slurm, RAS …)
-    sources: list[SourceInfo]
     ip_hosts: dict[str, str] = field(default_factory=dict)  # address -> host name
 
     def hosts(self) -> dict[str, list[int]]:
@@ -39,9 +37,6 @@ class Job:
             if state.host:
                 by_host[state.host].append(rank)
         return dict(by_host)
-
-    def logged_ranks(self) -> set[int]:
-        return {r for r, s in self.ranks.items() if s.has_log}
 
 
 def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | None = None) -> Job:
@@ -78,12 +73,10 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 st.last_lines.append(source.last_line)
             st.host = st.host or ident.host
             st.local_rank = st.local_rank if st.local_rank is not None else ident.local_rank
-    unattributed: list[Event] = []
     ordered = sorted(events, key=_time_key)
     for event in ordered:
         if event.identity.rank is None:
-            unattributed.append(event)
-            continue
+            continue  # agents, Slurm, RAS lines about no one rank: still in `events`
         st = state(event.identity.rank)
         st.events.append(event)
         st.has_log = True
@@ -97,8 +90,6 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         world_size=size,
         world_size_from=size_from,
         events=ordered,
-        unattributed=unattributed,
-        sources=sources,
         ip_hosts=_ip_hosts(events),
     )
 

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit, parse_ranks
+from triage.diagnose.facts import RankFacts, is_victim_exit, parse_ranks
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase
 
@@ -201,12 +201,8 @@ def first_failure(ctx: Context) -> Hypothesis | None:
 
 
 def _failure_category(events: list[Event]) -> Category:
-    for event in events:
-        if event.category:
-            return event.category
-    if any(is_hard_exit(e) for e in events):
-        return Category.CRASHED_PROCESS
-    return Category.CRASHED_PROCESS
+    """The category its rule gives the first failure; a crash when the rule says nothing."""
+    return next((e.category for e in events if e.category), Category.CRASHED_PROCESS)
 
 
 # --- 3. the silent rank ----------------------------------------------------------------------

@@ -42,7 +42,6 @@ class Stream:
 
     name: str
     fileobj: IO[bytes]
-    wrapped_in: tuple[str, ...] = ()  # e.g. ("tar", "gzip")
 
 
 @dataclass
@@ -83,8 +82,7 @@ def _decompress(kind: str, fileobj: IO[bytes]) -> IO[bytes]:
     return reader
 
 
-def expand(name: str, fileobj: IO[bytes], depth: int = 0,
-           wrapped: tuple[str, ...] = ()) -> Iterator[Stream | Unreadable]:
+def expand(name: str, fileobj: IO[bytes], depth: int = 0) -> Iterator[Stream | Unreadable]:
     """Unwrap compression and archives; yield each log stream inside, in order.
 
     Each yielded stream must be read to its end before the next is asked for: tar members are
@@ -97,22 +95,21 @@ def expand(name: str, fileobj: IO[bytes], depth: int = 0,
         fileobj, head = _peek(fileobj)
         kind = sniff(head)
         if kind in ("gzip", "bz2", "xz", "zstd"):
-            yield from expand(name, _decompress(kind, fileobj), depth + 1, (*wrapped, kind))
+            yield from expand(name, _decompress(kind, fileobj), depth + 1)
             return
         if kind == "tar":
-            yield from _tar_members(name, fileobj, depth, wrapped)
+            yield from _tar_members(name, fileobj, depth)
             return
         if kind == "zip":
-            yield from _zip_members(name, fileobj, depth, wrapped)
+            yield from _zip_members(name, fileobj, depth)
             return
     except READ_ERRORS as exc:
         yield Unreadable(name, _reason(exc))
         return
-    yield Stream(name, fileobj, wrapped)
+    yield Stream(name, fileobj)
 
 
-def _tar_members(name: str, fileobj: IO[bytes], depth: int,
-                 wrapped: tuple[str, ...]) -> Iterator[Stream | Unreadable]:
+def _tar_members(name: str, fileobj: IO[bytes], depth: int) -> Iterator[Stream | Unreadable]:
     with tarfile.open(fileobj=fileobj, mode="r|") as archive:
         members = iter(archive)
         while True:
@@ -128,11 +125,10 @@ def _tar_members(name: str, fileobj: IO[bytes], depth: int,
             member_name = f"{name}!{member.name}"
             extracted = archive.extractfile(member)
             if extracted is not None:
-                yield from expand(member_name, extracted, depth + 1, (*wrapped, "tar"))
+                yield from expand(member_name, extracted, depth + 1)
 
 
-def _zip_members(name: str, fileobj: IO[bytes], depth: int,
-                 wrapped: tuple[str, ...]) -> Iterator[Stream | Unreadable]:
+def _zip_members(name: str, fileobj: IO[bytes], depth: int) -> Iterator[Stream | Unreadable]:
     if not fileobj.seekable():
         yield Unreadable(name, "a zip archive inside a compressed stream cannot be read in place")
         return
@@ -147,7 +143,7 @@ def _zip_members(name: str, fileobj: IO[bytes], depth: int,
                 yield Unreadable(member_name, _reason(exc))
                 continue
             with member:
-                yield from expand(member_name, member, depth + 1, (*wrapped, "zip"))
+                yield from expand(member_name, member, depth + 1)
 
 
 def read_chunks(stream: Stream) -> Iterator[bytes]:
