@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triage.diagnose.hypotheses import fmt_ranks
+from triage.ranks import fmt_ranks
 
 # --------------------------------------------------------------------------------------------
 # Eras

@@ -12,13 +12,12 @@ import pytest
 
 import triage.api
 from triage.api import analyze
-from triage.diagnose.facts import parse_ranks
-from triage.diagnose.hypotheses import fmt_ranks
 from triage.ingest.identity import identity_from_path
 from triage.model import Identity
 from triage.parse.clock import parse_time
 from triage.parse.prefix import peel
 from triage.parse.scan import Matcher, ScanStats, choose_needles, scan_text
+from triage.ranks import fmt_ranks, parse_ranks
 from triage.rules import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import regex
-
 from triage.job import Job
 from triage.model import Event, Kind, RankState
 
-_RANK_LIST = regex.compile(r"\d+")
-_RANGE = regex.compile(r"(\d+)\s*-\s*(\d+)")
 # Exits that a process does not choose: killed, crashed, or out of memory.
 _HARD_SIGNALS = {"SIGKILL", "9", "SIGSEGV", "11", "SIGBUS", "7", "SIGILL", "4", "SIGFPE", "8", "OOM"}
 _HARD_EXITCODES = {-9, -11, -7, -4, -8, 137, 139, 135}
@@ -57,18 +53,6 @@ class RankFacts:
     def first_wait_time(self) -> float | None:
         times = [e.time for e in self.timeouts + self.peer_errors if e.time is not None]
         return min(times) if times else None
-
-
-def parse_ranks(text: str) -> list[int]:
-    """`1, 2`, `[1,3,5,]`, `0-3` → ranks."""
-    ranks: list[int] = []
-    for m in _RANGE.finditer(text):
-        lo, hi = int(m[1]), int(m[2])
-        if 0 <= hi - lo <= 100_000:
-            ranks.extend(range(lo, hi + 1))
-    rest = _RANGE.sub(" ", text)
-    ranks.extend(int(x) for x in _RANK_LIST.findall(rest))
-    return sorted(set(ranks))
 
 
 def is_hard_exit(event: Event) -> bool:

@@ -7,12 +7,13 @@ supports the candidate; the verdict stage weighs candidates against each other.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from triage.diagnose.facts import RankFacts, is_victim_exit, parse_ranks
+from triage.diagnose.facts import RankFacts, is_victim_exit
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase
+from triage.ranks import fmt_ranks, parse_ranks
 
 
 @dataclass
@@ -45,20 +46,6 @@ def _evidence(events: list[Event], limit: int = 4) -> list[Evidence]:
 def _rank_culprit(ctx: Context, rank: int, reason: str, events: list[Event]) -> Culprit:
     return Culprit(kind="rank", rank=rank, host=ctx.host_of(rank), reason=reason,
                    evidence=_evidence(events))
-
-
-def fmt_ranks(ranks: Sequence[int], sep: str = ", ") -> str:
-    """`[3, 4, 5, 9]` → `3-5, 9`."""
-    parts: list[str] = []
-    ordered = sorted(set(ranks))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return sep.join(parts)
 
 
 def wait_phase(ctx: Context) -> Phase:

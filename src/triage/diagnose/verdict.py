@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from triage.diagnose.facts import rank_facts
-from triage.diagnose.hypotheses import HYPOTHESES, Context, fmt_ranks, wait_phase
+from triage.diagnose.hypotheses import HYPOTHESES, Context, wait_phase
 from triage.job import Job
 from triage.model import Category, Culprit, Hypothesis, Kind, Phase, Status, Verdict
+from triage.ranks import fmt_ranks
 
 # Below this, a winner is reported as inconclusive: a wrong culprit stated with confidence is
 # the worst output this tool can produce.

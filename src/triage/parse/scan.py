@@ -1,9 +1,9 @@
 """Turn one source's text into events: literal prefilter → rules → events.
 
-The hot path. Text is scanned a chunk at a time with one compiled alternation of every rule's
-prefilter literals, so the great majority of lines (NCCL INFO noise, training progress) is never
-split, decoded into a line or touched by a rule regex. Only lines holding a literal are peeled of
-their launcher prefixes and tried against the rules that name that literal.
+The hot path. Text is scanned a chunk at a time for a few needles chosen from the rules'
+prefilter literals (see `choose_needles`), so the great majority of lines (NCCL INFO noise,
+training progress) is never split into a line or touched by a rule regex. Only lines holding a
+literal are peeled of their launcher prefixes and tried against the rules that name that literal.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
-from triage.diagnose.hypotheses import fmt_ranks
 from triage.model import Culprit, Report, Status
+from triage.ranks import fmt_ranks
 
 _ROLE_MARK = {"culprit": "X", "failed": "E", "victim": "T", "ok": "·", "missing": "?",
               "unknown": "·"}
