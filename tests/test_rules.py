@@ -15,8 +15,10 @@ from triage.rules import (
     Rule,
     RuleError,
     builtin_rules_dir,
+    example_problems,
     load_rule,
     load_rules,
+    read_rule_document,
     validate,
 )
 
@@ -55,13 +57,15 @@ def test_rule_example(rule: Rule, way: str, example: Any) -> None:
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.stem)
 def test_rule_file_conventions(path: Path) -> None:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert validate(data, path) == []
+    # Built-in rules load without the schema (for speed); here each is held to all of it, read the
+    # way a user rule is (no YAML anchors or aliases).
+    data = read_rule_document(path, strict=True)
+    assert validate(data, path, schema=True) == []
     assert path.parent.name == data["family"], "rules live in rules/<family>/"
     assert data["family"] in FAMILIES
-    for example in data["examples"]["match"]:
-        line = example["line"] if isinstance(example, dict) else example
-        assert any(lit in line for lit in data["prefilter"]), "a match example lacks every prefilter literal"
+    # Every match example holds a prefilter literal, and at least one nomatch example does: a near
+    # miss that reaches the regex.
+    assert example_problems(data) == []
 
 
 def test_rule_ids_are_unique_and_every_family_is_covered() -> None:
@@ -77,8 +81,17 @@ def test_validate_reports_what_is_wrong(tmp_path: Path) -> None:
                          "phase": "execution", "severity": "error", "prefilter": [],
                          "regex": "(", "message": "m", "explain": {}, "examples": {}}, path)
     text = "; ".join(problems)
-    for fragment in ("kebab-case", "family", "prefilter", "explain", "examples"):
+    for fragment in ("kebab-case", "family 'nope' is not one of", "prefilter", "explain: missing key 'meaning'",
+                     "examples: missing key 'match'"):
         assert fragment in text
+
+
+def test_example_problems_names_a_missing_near_miss() -> None:
+    data = yaml.safe_load((builtin_rules_dir() / "pytorch" / "pytorch-watchdog-timeout.yaml").read_text())
+    data["examples"]["nomatch"] = ["a line without the literal"]
+    assert any("near miss" in p for p in example_problems(data))
+    data["prefilter"] = ["nowhere"]
+    assert any("match example lacks every prefilter literal" in p for p in example_problems(data))
 
 
 def test_a_rule_whose_regex_does_not_compile_is_refused(tmp_path: Path) -> None:

@@ -31,6 +31,22 @@ class Kind(str, Enum):
     EXIT = "exit"  # a process ended (exit code or signal)
     CONSEQUENCE = "consequence"  # teardown noise that follows an earlier failure
     INFO = "info"  # facts: versions, world size, addresses
+    UNEXPLAINED = "unexplained"  # a line its own format marks as an error, that no rule knows
+
+
+class Milestone(int, Enum):
+    """How far a rank got, in order; `teardown` is kept apart (see RankState.tore_down)."""
+
+    STARTED = 0  # it logged something
+    RENDEZVOUS = 1  # joined the store / rendezvous
+    INIT_STARTED = 2  # communicator init began
+    INIT_DONE = 3  # communicator init completed
+    FIRST_COLLECTIVE = 4  # a collective completed
+    STEADY = 5  # training steps (the job's own step lines) went by
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
 
 
 class Status(str, Enum):
@@ -94,6 +110,7 @@ class Event:
     time_has_year: bool = True  # c10/glog clocks print no year; the job stage supplies it
     family: str = ""
     category: Category | None = None  # from the rule, for events that are a failure of their own
+    milestone: str | None = None  # from the rule: the progress marker this line is (see Milestone)
 
     @property
     def rank(self) -> int | None:
@@ -110,6 +127,10 @@ class SourceInfo:
     skipped: str | None = None  # why the source could not be read, when it could not
     last_line: Evidence | None = None  # the last thing its writer logged
     notes: list[str] = field(default_factory=list)
+    # What the first lines say of the writer (observations; the identity stage weighs them).
+    head_ranks: dict[int, int] = field(default_factory=dict)  # `[rankN]:` prefix -> lines
+    head_hosts: dict[str, int] = field(default_factory=dict)  # NCCL `host:pid` prefix -> lines
+    conflicts: list[str] = field(default_factory=list)  # identity signals that disagreed
 
 
 @dataclass
@@ -121,6 +142,10 @@ class RankState:
     events: list[Event] = field(default_factory=list)
     last_lines: list[Evidence] = field(default_factory=list)  # last line of each of its sources
     role: str = "unknown"  # culprit | victim | failed | ok | silent | missing | unknown
+    milestone: Milestone | None = None  # the furthest it is known to have got (None: no log)
+    milestone_evidence: Evidence | None = None
+    step: int | None = None  # the job's own step/iteration number, where its lines carry one
+    tore_down: bool = False  # it went on to teardown (exit, abort, SIGTERM) after that
 
     def of_kind(self, *kinds: Kind) -> list[Event]:
         return [e for e in self.events if e.kind in kinds]

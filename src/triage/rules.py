@@ -1,12 +1,23 @@
 """Load, validate and compile the signature rules (one YAML file per rule).
 
 A rule recognises one kind of log line and turns it into an event. Built-in rules ship inside the
-package; users add folders with `--rules DIR`, validated exactly like the built-in ones.
+package; users add folders with `--rules DIR`.
+
+Validation has two layers. The structure of a rule document (keys, types, enums) is described by
+the JSON Schema `triage/schemas/rule-v1.schema.json`; what a schema cannot say (the file name is the
+id, the regexes compile, every named group is a registered field or an `info_fields` entry, the
+message uses plain `{name}` fields) is checked by `validate`. User rules get both at load time, and
+are read with a loader that refuses YAML anchors and aliases. Built-in rules ship unchanged and are
+checked against the schema by the test suite, so loading them skips the schema: `triage analyze`
+does not pay for importing jsonschema (~70 ms) on every run.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
+import json
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,19 +26,23 @@ from typing import Any
 import regex
 import yaml
 
+from triage.fields import FIELDS
 from triage.model import Category, Kind, Phase
 
-FAMILIES = ("pytorch", "torchrun", "nccl", "gloo", "store", "python", "slurm", "hccl", "ras", "repro")
+FAMILIES = ("pytorch", "torchrun", "nccl", "gloo", "store", "python", "slurm", "hccl", "ras", "repro", "job")
 SEVERITIES = ("info", "warning", "error", "fatal")
 RULE_PHASES = ("comm_init", "operator_load", "execution", "teardown", "any")
-ID_PATTERN = regex.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-REQUIRED = ("id", "title", "family", "kind", "phase", "severity", "prefilter", "regex", "message",
-            "explain", "examples")
-OPTIONAL = ("block", "references", "status", "category")
+# Kinds a rule may give its events (UNEXPLAINED is the scanner's own, for lines no rule knows).
+RULE_KINDS = tuple(k.value for k in Kind if k is not Kind.UNEXPLAINED)
+# Verdict categories a rule may name (UNKNOWN is what the diagnosis says when nothing does).
+RULE_CATEGORIES = tuple(c.value for c in Category if c is not Category.UNKNOWN)
+SCHEMA_NAME = "rule-v1.schema.json"
+MAX_RULE_BYTES = 256 << 10  # a rule file is a few KiB; anything this large is a mistake or an attack
 # The C-accelerated safe loader where libyaml is present: the same safety, ten times the speed.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A user-supplied regex gets this long per line before it is abandoned (catastrophic backtracking).
 MATCH_TIMEOUT_S = 0.05
+_FORMATTER = string.Formatter()
 
 
 class RuleError(Exception):
@@ -59,6 +74,7 @@ class Rule:
     block: Block | None = None
     category: Category | None = None  # what a failure matched by this rule is, when it is this rank's
     references: tuple[str, ...] = field(default_factory=tuple)
+    info_fields: tuple[str, ...] = field(default_factory=tuple)  # groups for the message only
 
     def search(self, text: str) -> regex.Match[str] | None:
         try:
@@ -90,11 +106,12 @@ def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
     """Every built-in rule plus those in `extra_dirs`; raises RuleError on the first bad file."""
     rules: list[Rule] = []
     seen: dict[str, Path] = {}
-    for directory in [builtin_rules_dir(), *extra_dirs]:
+    folders = [(builtin_rules_dir(), True), *((Path(d), False) for d in extra_dirs)]
+    for directory, builtin in folders:
         if not directory.is_dir():
             raise RuleError(f"{directory}: not a folder of rules")
         for path in sorted(directory.rglob("*.yaml")):
-            rule = load_rule(path)
+            rule = load_rule(path, builtin=builtin)
             if rule.id in seen:
                 raise RuleError(f"{path}: rule id {rule.id!r} is already defined in {seen[rule.id]}")
             seen[rule.id] = path
@@ -102,55 +119,182 @@ def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
     return rules
 
 
-def load_rule(path: Path) -> Rule:
+def load_rule(path: Path, *, builtin: bool = False) -> Rule:
+    """One rule file, validated; `builtin` skips the schema (the tests hold built-in rules to it)."""
+    data = read_rule_document(path, strict=not builtin)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)  # noqa: S506
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problems = validate(data, path, schema=not builtin)
+        if problems:
+            raise RuleError(f"{path}: " + "; ".join(problems))
+        return compile_rule(data, path)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # only without the schema
+        raise RuleError(f"{path}: malformed rule ({exc!r}); check it against {SCHEMA_NAME}") from None
+
+
+def read_rule_document(path: Path, *, strict: bool = True) -> Any:
+    """The YAML document of a rule file: a regular file of at most MAX_RULE_BYTES.
+
+    `strict` (user rules) reads with the pure-Python safe loader and refuses anchors and aliases
+    (an alias bomb) and deep nesting; built-in rules are read with libyaml.
+    """
+    try:
+        real = path.resolve(strict=True)
+        if not real.is_file():
+            raise RuleError(f"{path}: not a regular file")
+        with open(real, "rb") as handle:
+            raw = handle.read(MAX_RULE_BYTES + 1)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
         raise RuleError(f"{path}: cannot read rule: {exc}") from None
-    problems = validate(data, path)
-    if problems:
-        raise RuleError(f"{path}: " + "; ".join(problems))
-    return compile_rule(data, path)
+    if len(raw) > MAX_RULE_BYTES:
+        raise RuleError(f"{path}: a rule file must be under {MAX_RULE_BYTES >> 10} KiB")
+    try:
+        text = raw.decode("utf-8")
+        return yaml.load(text, Loader=_StrictLoader if strict else _SAFE_LOADER)  # noqa: S506
+    except UnicodeDecodeError as exc:
+        raise RuleError(f"{path}: cannot read rule: not UTF-8 ({exc.reason})") from None
+    except yaml.YAMLError as exc:
+        raise RuleError(f"{path}: cannot read rule: {exc}") from None
+    except RecursionError:
+        raise RuleError(f"{path}: cannot read rule: nested too deeply") from None
 
 
-def validate(data: Any, path: Path) -> list[str]:
-    """What is wrong with a rule document (empty when it is valid)."""
+class _StrictLoader(yaml.SafeLoader):
+    """The safe loader, refusing anchors and aliases: a rule file has no use for them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "YAML anchors and aliases are not allowed in a rule file", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def validate(data: Any, path: Path, *, schema: bool = True) -> list[str]:
+    """What is wrong with a rule document (empty when it is valid).
+
+    With `schema`, the document is first checked against rule-v1.schema.json (structure, types,
+    enums); the checks below assume a structurally valid document.
+    """
     if not isinstance(data, dict):
-        return ["a rule file must hold one mapping"]
-    problems = [f"missing key {key!r}" for key in REQUIRED if key not in data]
-    problems += [f"unknown key {key!r}" for key in data if key not in REQUIRED + OPTIONAL]
-    if problems:
-        return problems
-    rule_id = data["id"]
-    if not isinstance(rule_id, str) or not ID_PATTERN.match(rule_id):
-        problems.append(f"id {rule_id!r} is not kebab-case")
-    elif path.stem != rule_id:
-        problems.append(f"file name {path.name!r} does not match id {rule_id!r}")
-    for key, allowed in (("family", FAMILIES), ("phase", RULE_PHASES), ("severity", SEVERITIES),
-                         ("kind", tuple(k.value for k in Kind))):
-        if data[key] not in allowed:
-            problems.append(f"{key} {data[key]!r} is not one of {', '.join(allowed)}")
-    if "category" in data and data["category"] not in [c.value for c in Category]:
-        problems.append(f"category {data['category']!r} is not one of the verdict categories")
-    for key in ("title", "message", "regex"):
-        if not isinstance(data[key], str) or not data[key].strip():
-            problems.append(f"{key} must be a non-empty string")
-    prefilter = data["prefilter"]
-    if not (isinstance(prefilter, list) and prefilter
-            and all(isinstance(p, str) and p for p in prefilter)):
-        problems.append("prefilter must be a non-empty list of literal strings")
-    explain = data["explain"]
-    if not isinstance(explain, dict) or not {"meaning", "next_steps"} <= set(explain):
-        problems.append("explain must give at least 'meaning' and 'next_steps'")
-    examples = data["examples"]
-    if not (isinstance(examples, dict) and examples.get("match") and examples.get("nomatch")):
-        problems.append("examples must list at least one 'match' and one 'nomatch' line")
-    block = data.get("block")
-    if block is not None and not (
-        isinstance(block, dict) and isinstance(block.get("lines"), int)
-        and isinstance(block.get("fields"), list) and block["fields"]
-    ):
-        problems.append("block must give 'lines' (a number) and 'fields' (a list of regexes)")
+        return ["a rule file must hold one mapping (key: value lines), not "
+                f"{type(data).__name__ if data is not None else 'nothing'}"]
+    if schema:
+        problems = schema_problems(data)
+        if problems:
+            return problems
+    problems = []
+    if path.stem != data["id"]:
+        problems.append(f"file name {path.name!r} does not match id {data['id']!r}")
+    sources = [("regex", data["regex"])]
+    sources += [("block field", p) for p in (data.get("block") or {}).get("fields", ())]
+    compiled = [(where, _compile(source)) for where, source in sources]
+    broken = [f"{where} does not compile: {c}" for where, c in compiled if isinstance(c, str)]
+    if broken:
+        return problems + broken
+    groups = [name for _, c in compiled if not isinstance(c, str) for name in c.groupindex]
+    info = data.get("info_fields") or []
+    for name in dict.fromkeys(groups):
+        if name not in FIELDS and name not in info:
+            problems.append(
+                f"named group {name!r} is not a field triage reads (triage/fields.py); if it is only "
+                "for the message, list it in info_fields, otherwise fix its name")
+    for name in info:
+        if name in FIELDS:
+            problems.append(f"info_fields lists {name!r}, a field triage reads: remove it from info_fields")
+        elif name not in groups:
+            problems.append(f"info_fields lists {name!r}, which no regex of the rule captures")
+    problems += template_problems(data["message"], set(groups))
+    for example in data["examples"]["match"]:
+        if isinstance(example, dict):
+            problems += [f"match example expects field {key!r}, which no regex of the rule captures"
+                         for key in example.get("fields") or {} if key not in groups]
+    return problems
+
+
+def _compile(source: str) -> regex.Pattern[str] | str:
+    """The compiled pattern, or why it does not compile."""
+    try:
+        return regex.compile(source)
+    except (regex.error, TypeError) as exc:
+        return str(exc)
+
+
+def template_problems(message: str, groups: set[str]) -> list[str]:
+    """A message is a str.format template of plain `{name}` fields, each a captured group."""
+    try:
+        parts = list(_FORMATTER.parse(message))
+    except ValueError as exc:
+        return [f"message is not a valid template ({exc}); write literal braces as {{{{ and }}}}"]
+    problems = []
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if conversion or spec:
+            problems.append(f"message field {shown} has a conversion or format spec: write plain {{name}}")
+        elif not name.isidentifier():
+            problems.append(f"message field {shown} is not a plain {{name}} (no index, attribute or position)")
+        elif name not in groups:
+            problems.append(f"message field {shown} is not captured by the regex or a block field")
+    return problems
+
+
+def schema_problems(data: Any) -> list[str]:
+    """The document checked against rule-v1.schema.json, one readable line per problem."""
+    errors = sorted(_schema_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    problems: list[str] = []
+    for error in errors:
+        where = ".".join(str(p) for p in error.absolute_path)
+        prefix = f"{where}: " if where else ""
+        if error.validator == "required":
+            problems += [f"{prefix}missing key {key!r}" for key in error.validator_value
+                         if key not in error.instance]
+        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = error.schema.get("properties", {})
+            problems += [f"{prefix}unknown key {key!r}" for key in error.instance if key not in known]
+        elif error.validator == "enum":
+            problems.append(f"{where} {error.instance!r} is not one of "
+                            + ", ".join(map(str, error.validator_value)))
+        elif error.validator == "pattern" and where == "id":
+            problems.append(f"id {error.instance!r} is not kebab-case")
+        elif error.validator in ("minLength", "pattern") and error.validator_value in (1, "\\S"):
+            problems.append(f"{where} must not be blank")
+        else:
+            problems.append(prefix + error.message)
+    return problems
+
+
+@functools.cache
+def rule_schema() -> dict[str, Any]:
+    """The JSON Schema of a rule document, as shipped in the package."""
+    text = (importlib.resources.files("triage") / "schemas" / SCHEMA_NAME).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def _schema_validator() -> Any:
+    import jsonschema  # type: ignore[import-untyped]  # imported here: only user rules pay for it
+
+    return jsonschema.Draft202012Validator(rule_schema())
+
+
+def example_problems(data: dict[str, Any]) -> list[str]:
+    """What the examples of a (valid) rule miss: checked by the test suite for every built-in rule.
+
+    Every match example must hold a prefilter literal (the scanner looks at no other line), and at
+    least one nomatch example must hold one too: a near miss that reaches the regex and shows what it
+    must not match, rather than a line the prefilter alone keeps away.
+    """
+    def line(example: Any) -> str:
+        return str(example["line"] if isinstance(example, dict) else example)
+
+    literals = data["prefilter"]
+    problems = [f"match example lacks every prefilter literal: {line(e)[:80]!r}"
+                for e in data["examples"]["match"] if not any(lit in line(e) for lit in literals)]
+    if not any(any(lit in line(e) for lit in literals) for e in data["examples"]["nomatch"]):
+        problems.append("no nomatch example holds a prefilter literal: add a near miss that reaches "
+                        "the regex (the INFO variant of the line, the literal in another message)")
     return problems
 
 
@@ -177,6 +321,7 @@ def compile_rule(data: dict[str, Any], path: Path) -> Rule:
         block=block,
         category=Category(data["category"]) if data.get("category") else None,
         references=tuple(data.get("references") or ()),
+        info_fields=tuple(data.get("info_fields") or ()),
     )
 
 

@@ -27,10 +27,6 @@ class RankFacts:
     peer_errors: list[Event] = field(default_factory=list)
     self_failures: list[Event] = field(default_factory=list)  # failed by itself, earliest first
     exits: list[Event] = field(default_factory=list)
-    stuck_seq: int | None = None  # lowest SeqNum it timed out at
-    stuck_op: str | None = None
-    enqueued: int | None = None  # highest "last enqueued" seen
-    completed: int | None = None
 
     @property
     def reported_wait(self) -> bool:
@@ -48,6 +44,11 @@ class RankFacts:
     def first_failure_time(self) -> float | None:
         times = [e.time for e in self.self_failures if e.time is not None]
         return min(times) if times else None
+
+    @property
+    def known_failures(self) -> list[Event]:
+        """Its own failures that a rule explains (the open world's lines are weaker evidence)."""
+        return [e for e in self.self_failures if e.kind is not Kind.UNEXPLAINED]
 
     @property
     def first_wait_time(self) -> float | None:
@@ -95,27 +96,9 @@ def rank_facts(job: Job) -> dict[int, RankFacts]:
                 f.peer_errors.append(event)
             elif event.kind is Kind.EXIT:
                 f.exits.append(event)
-            _track_sequence(f, event)
         f.self_failures = _self_failures(f, consequence_lines)
         facts[rank] = f
     return facts
-
-
-def _track_sequence(f: RankFacts, event: Event) -> None:
-    fields = event.fields
-    if event.kind is Kind.TIMEOUT and fields.get("seq", "").isdigit():
-        seq = int(fields["seq"])
-        if f.stuck_seq is None or seq < f.stuck_seq:
-            f.stuck_seq = seq
-            f.stuck_op = fields.get("op") or f.stuck_op
-        elif seq == f.stuck_seq and fields.get("op") and not f.stuck_op:
-            f.stuck_op = fields["op"]
-    for key in ("enqueued", "completed"):
-        value = fields.get(key, "")
-        # 2.3 prints garbage or -1 for "last completed" at times (formats.md §1.5): ignore those.
-        if value.isdigit() and len(value) < 12:
-            current = getattr(f, key)
-            setattr(f, key, max(current, int(value)) if current is not None else int(value))
 
 
 def _names_itself(event: Event, rank: int) -> bool:
@@ -133,7 +116,7 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
     found: list[Event] = []
     for event in f.state.events:
         own_peer_error = event.kind is Kind.PEER_ERROR and _names_itself(event, f.rank)
-        if event.kind is Kind.ERROR or own_peer_error:
+        if event.kind in (Kind.ERROR, Kind.UNEXPLAINED) or own_peer_error:
             where = (event.evidence.source, event.evidence.line)
             if where in consequence_lines and not own_peer_error:
                 continue  # the exception that carries a timeout or a lost peer
@@ -145,4 +128,6 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
         elif event.kind is Kind.EXIT and not f.reported_wait and (
                 is_hard_exit(event) or (not is_victim_exit(event) and (exit_code(event) or 0) != 0)):
             found.append(event)
-    return sorted(found, key=lambda e: (e.time is None, e.time or 0.0))
+    # Earliest first; within a second, an error a rule knows before a line no rule knows.
+    return sorted(found, key=lambda e: (e.time is None, round(e.time or 0.0),
+                                        e.kind is Kind.UNEXPLAINED, e.time or 0.0))

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from triage.diagnose.facts import RankFacts, is_victim_exit
+from triage.diagnose.phase import job_phase
+from triage.groups import ProcessGroup
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase
 from triage.ranks import fmt_ranks, parse_ranks
@@ -32,6 +34,9 @@ class Context:
         state = self.job.ranks.get(rank)
         return state.host if state else None
 
+    def phase(self, culprits: list[int] | None = None, events: list[Event] | None = None) -> Phase:
+        return job_phase(self.job, self.facts, culprits, events)
+
 
 def _evidence(events: list[Event], limit: int = 4) -> list[Evidence]:
     seen: list[Evidence] = []
@@ -46,48 +51,6 @@ def _evidence(events: list[Event], limit: int = 4) -> list[Evidence]:
 def _rank_culprit(ctx: Context, rank: int, reason: str, events: list[Event]) -> Culprit:
     return Culprit(kind="rank", rank=rank, host=ctx.host_of(rank), reason=reason,
                    evidence=_evidence(events))
-
-
-def wait_phase(ctx: Context) -> Phase:
-    """The phase the waiting ranks were in when they gave up."""
-    phases: Counter[Phase] = Counter()
-    for f in ctx.facts.values():
-        for event in f.timeouts + f.peer_errors:
-            if event.kind is Kind.TIMEOUT and event.fields.get("seq") == "1":
-                phases[Phase.OPERATOR_LOAD] += 1
-            elif event.phase in (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION):
-                phases[event.phase] += 1
-    if not phases:
-        return Phase.UNKNOWN
-    return phases.most_common(1)[0][0]
-
-
-def event_phase(ctx: Context, event: Event, rank: int | None = None) -> Phase:
-    """An event's phase: its rule's, or else where its rank and the job stood."""
-    if event.phase in (Phase.OPERATOR_LOAD, Phase.EXECUTION):
-        if event.phase is Phase.EXECUTION and event.fields.get("seq") == "1":
-            return Phase.OPERATOR_LOAD
-        return event.phase
-    if rank is not None and rank in ctx.facts:
-        f = ctx.facts[rank]
-        started = f.state.of_kind(Kind.INIT_START)
-        done = f.state.of_kind(Kind.INIT_DONE)
-        if started and not done:
-            return Phase.COMM_INIT
-    if event.phase is Phase.COMM_INIT and event.kind in (Kind.PEER_ERROR, Kind.TIMEOUT):
-        # A connection that fails after the communicator was built is the first collective
-        # setting up its channels (NCCL connects lazily), not communicator init.
-        writer = event.identity.rank
-        if writer is not None and writer in ctx.facts and ctx.facts[writer].state.of_kind(Kind.INIT_DONE):
-            return Phase.OPERATOR_LOAD
-    if event.phase is Phase.COMM_INIT:
-        return Phase.COMM_INIT
-    phase = wait_phase(ctx)
-    if phase is not Phase.UNKNOWN:
-        return phase
-    if any(f.state.of_kind(Kind.INIT_DONE) for f in ctx.facts.values()):
-        return Phase.EXECUTION
-    return Phase.UNKNOWN
 
 
 # --- 1. a tool already named it -------------------------------------------------------------
@@ -121,7 +84,7 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
         name="named-by-tool",
         score=score,
         category=category,
-        phase=event_phase(ctx, events[0]),
+        phase=ctx.phase(list(named), events),
         culprits=culprits,
         reasoning=f"{', '.join(tools)} named {'rank' if len(named) == 1 else 'ranks'} {who} "
                   "as the one(s) the others were waiting for.",
@@ -180,7 +143,7 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         name="first-failure",
         score=score,
         category=category,
-        phase=event_phase(ctx, events[0], winners[0]),
+        phase=ctx.phase(winners, events),
         culprits=culprits,
         reasoning=f"{rank_word.capitalize()} {fmt_ranks(winners)} failed by {'itself' if len(winners) == 1 else 'themselves'}"
                   f"{when} ({events[0].message}); the other ranks' errors follow from it.",
@@ -212,7 +175,7 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
     without_log = [r for r in silent if not ctx.facts[r].state.has_log]
     n = len(ctx.expected)
     small = max(2, n // 10)
-    phase = wait_phase(ctx)
+    phase = ctx.phase(silent)
     if with_log and len(with_log) <= small:
         score = 0.8 if not without_log else 0.55
         sample = [e for r in waiters[:1] for e in (ctx.facts[r].timeouts + ctx.facts[r].peer_errors)[:1]]
@@ -246,57 +209,77 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
 # --- 4. the lagging rank, and ranks that disagree on the collective -------------------------
 
 def collective_mismatch(ctx: Context) -> Hypothesis | None:
-    by_seq: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for rank, f in ctx.facts.items():
-        if f.stuck_seq is not None and f.stuck_op:
-            by_seq[f.stuck_seq][f.stuck_op].append(rank)
-    for seq, ops in sorted(by_seq.items()):
-        if len(ops) < 2:
-            continue
-        majority_op = max(ops, key=lambda op: len(ops[op]))
-        odd = sorted(r for op, ranks in ops.items() if op != majority_op for r in ranks)
-        if len(odd) >= len(ops[majority_op]):
-            continue
-        culprits = [_rank_culprit(ctx, r, f"was in {ctx.facts[r].stuck_op} at SeqNum {seq} while "
-                                  f"the others were in {majority_op}", ctx.facts[r].timeouts)
-                    for r in odd]
-        return Hypothesis(
-            name="collective-mismatch",
-            score=0.85,
-            category=Category.COLLECTIVE_MISMATCH,
-            phase=Phase.OPERATOR_LOAD if seq == 1 else Phase.EXECUTION,
-            culprits=culprits,
-            reasoning=f"At SeqNum {seq}, {len(ops[majority_op])} ranks ran {majority_op} but rank"
-                      f"{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} ran something else: the "
-                      "ranks issued different collectives, so none could complete.",
-        )
+    """Inside one group, ranks that timed out at the same SeqNum in a different collective."""
+    for group in _groups_by_progress(ctx):
+        by_seq: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for rank, m in group.members.items():
+            if m.stuck_seq is not None and m.stuck_op:
+                by_seq[m.stuck_seq][m.stuck_op].append(rank)
+        for seq, ops in sorted(by_seq.items()):
+            if len(ops) < 2:
+                continue
+            majority_op = max(ops, key=lambda op: len(ops[op]))
+            odd = sorted(r for op, ranks in ops.items() if op != majority_op for r in ranks)
+            if len(odd) >= len(ops[majority_op]):
+                continue
+            where = "" if group.default else f" of {group.label}"
+            culprits = [_rank_culprit(ctx, r, f"was in {group.members[r].stuck_op} at SeqNum {seq}"
+                                      f"{where} while the others were in {majority_op}",
+                                      group.members[r].timeouts)
+                        for r in odd]
+            events = [e for r in odd for e in group.members[r].timeouts]
+            return Hypothesis(
+                name="collective-mismatch",
+                score=0.85,
+                category=Category.COLLECTIVE_MISMATCH,
+                phase=ctx.phase(odd, events),
+                culprits=culprits,
+                reasoning=f"At SeqNum {seq}{where}, {len(ops[majority_op])} ranks ran {majority_op} "
+                          f"but rank{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} ran something "
+                          "else: the ranks issued different collectives, so none could complete.",
+            )
     return None
 
 
 def lagging_rank(ctx: Context) -> Hypothesis | None:
-    for key, label in (("enqueued", "last enqueued"), ("stuck_seq", "timed-out SeqNum")):
-        values = {r: getattr(f, key) for r, f in ctx.facts.items() if getattr(f, key) is not None}
-        if len(values) < 3:
-            continue
-        common, count = Counter(values.values()).most_common(1)[0]
-        behind = sorted(r for r, v in values.items() if v < common)
-        if not behind or count < len(values) / 2 or len(behind) > max(2, len(values) // 10):
-            continue
-        culprits = [_rank_culprit(ctx, r, f"{label} collective {values[r]}, behind the others' "
-                                  f"{common}", ctx.facts[r].timeouts or ctx.facts[r].state.events[-1:])
-                    for r in behind]
-        return Hypothesis(
-            name="lagging-rank",
-            score=0.75,
-            category=Category.HUNG_PROCESS,
-            phase=wait_phase(ctx),
-            culprits=culprits,
-            reasoning=f"{count} ranks reached collective {common} ({label}); rank"
-                      f"{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} fell behind at "
-                      f"{', '.join(str(values[r]) for r in behind)}, so the others waited on "
-                      f"{'them' if len(behind) > 1 else 'it'}.",
-        )
+    """Inside one group, the few members whose collective sequence fell behind the others'."""
+    for group in _groups_by_progress(ctx):
+        for key, label in (("enqueued", "last enqueued"), ("stuck_seq", "timed-out SeqNum")):
+            values = {r: getattr(m, key) for r, m in group.members.items()
+                      if getattr(m, key) is not None}
+            if len(values) < 3:
+                continue
+            common, count = Counter(values.values()).most_common(1)[0]
+            behind = sorted(r for r, v in values.items() if v < common)
+            if not behind or count < len(values) / 2 or len(behind) > max(2, len(values) // 10):
+                continue
+            where = "" if group.default else f" of {group.label}"
+            culprits = [_rank_culprit(ctx, r, f"{label} collective {values[r]}{where}, behind the "
+                                      f"others' {common}",
+                                      group.members[r].timeouts or ctx.facts[r].state.events[-1:])
+                        for r in behind if r in ctx.facts]
+            if not culprits:
+                continue
+            return Hypothesis(
+                name="lagging-rank",
+                score=0.75,
+                category=Category.HUNG_PROCESS,
+                phase=ctx.phase(behind, [e for r in behind for e in group.members[r].timeouts]),
+                culprits=culprits,
+                reasoning=f"In {group.label}, {count} ranks reached collective {common} ({label}); "
+                          f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} fell behind at "
+                          f"{', '.join(str(values[r]) for r in behind)}, so the others waited on "
+                          f"{'them' if len(behind) > 1 else 'it'}.",
+            )
     return None
+
+
+def _groups_by_progress(ctx: Context) -> list[ProcessGroup]:
+    """Groups with sequence evidence, the one whose waiting began first leading."""
+    def first_wait(group: ProcessGroup) -> float:
+        times = [e.time for m in group.members.values() for e in m.timeouts if e.time is not None]
+        return min(times) if times else float("inf")
+    return sorted(ctx.job.groups.values(), key=lambda g: (first_wait(g), not g.default, g.key))
 
 
 # --- 5. the link / host named by network errors ---------------------------------------------
@@ -331,7 +314,7 @@ def network_link(ctx: Context) -> Hypothesis | None:
             return Hypothesis(
                 name="network-endpoint", score=0.85,
                 category=own[0].category or Category.CRASHED_PROCESS,
-                phase=event_phase(ctx, events[0]),
+                phase=ctx.phase([rank], own + events),
                 culprits=[_rank_culprit(ctx, rank, f"its endpoint {ip}<{port}> refused or dropped "
                                         f"{len(events)} connections, and it logged its own failure",
                                         own + events)],
@@ -351,7 +334,7 @@ def network_link(ctx: Context) -> Hypothesis | None:
                               evidence=_evidence(events + back))
             return Hypothesis(
                 name="network-link", score=0.75, category=Category.NETWORK_FAULT,
-                phase=event_phase(ctx, events[0]), culprits=[culprit],
+                phase=ctx.phase(None, events), culprits=[culprit],
                 reasoning=f"Network errors on both ends name the link between {other} and {peer}; "
                           "no rank failed by itself.")
     culprit = Culprit(kind="host", host=peer,
@@ -360,7 +343,7 @@ def network_link(ctx: Context) -> Hypothesis | None:
                       evidence=_evidence(events))
     return Hypothesis(
         name="network-host", score=0.8, category=Category.NETWORK_FAULT,
-        phase=event_phase(ctx, events[0]), culprits=[culprit],
+        phase=ctx.phase(hosts[peer], events), culprits=[culprit],
         reasoning=f"{len(events)} of {total} network errors name {peer} as the far end, reported "
                   f"from {len(others)} host{'s' if len(others) != 1 else ''}: its network "
                   "(NIC, cable, switch port) or its processes went away.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from triage.diagnose.facts import rank_facts
-from triage.diagnose.hypotheses import HYPOTHESES, Context, wait_phase
+from triage.diagnose.hypotheses import HYPOTHESES, Context
 from triage.job import Job
 from triage.model import Category, Culprit, Hypothesis, Kind, Phase, Status, Verdict
 from triage.ranks import fmt_ranks
@@ -11,7 +11,8 @@ from triage.ranks import fmt_ranks
 # Below this, a winner is reported as inconclusive: a wrong culprit stated with confidence is
 # the worst output this tool can produce.
 CONFIDENT = 0.5
-_FAILURE_KINDS = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED)
+# A line no rule knows but that its format marks as an error counts: the world is open.
+_FAILURE_KINDS = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED, Kind.UNEXPLAINED)
 
 _ADVICE = {
     Category.HUNG_PROCESS: [
@@ -154,7 +155,7 @@ def _missing(ctx: Context) -> list[str]:
 
 def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]) -> Verdict:
     _set_roles(ctx, [])
-    phase = wait_phase(ctx)
+    phase = ctx.phase()
     return Verdict(
         status=Status.INCONCLUSIVE,
         phase=phase,

@@ -7,7 +7,6 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from triage.ingest.identity import identity_from_path
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
 from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
@@ -27,25 +26,19 @@ _HEAD_NCCL_HOST = re.compile(r"^(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \
                              re.MULTILINE)
 
 
-def sniff_identity(head: str, identity: Identity) -> None:
-    """Learn the writer from the first lines, for sources whose path did not say.
+def sniff_writer(head: str, info: SourceInfo) -> None:
+    """Note what the first lines say of their writer; the identity stage weighs it.
 
     A rank that hung writes no line any rule matches, yet its file must still be known as its own:
     the silent rank is found by the absence of its timeout, not by a line.
     """
-    if identity.rank is None and (ranks := Counter(_HEAD_RANK.findall(head))):
-        rank, count = ranks.most_common(1)[0]
-        if count >= 0.8 * sum(ranks.values()):
-            identity.rank = int(rank)
-            identity.learnt_from["rank"] = "[rankN]: prefixes of the first lines"
-    if identity.host is None and (hosts := Counter(_HEAD_NCCL_HOST.findall(head))):
-        identity.host = hosts.most_common(1)[0][0]
-        identity.learnt_from["host"] = "NCCL line prefixes"
+    info.head_ranks = {int(r): n for r, n in Counter(_HEAD_RANK.findall(head)).items()}
+    info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(head)))
 
 
 def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Event]]:
     """Events of one source and what was learnt about it; read errors are reported, not raised."""
-    identity = identity_from_path(stream.name)
+    identity = Identity()  # who wrote it is resolved later, by the identity stage
     info = SourceInfo(name=stream.name, identity=identity)
     stats = ScanStats()
     events: list[Event] = []
@@ -55,7 +48,7 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
         if looks_binary(first):
             info.skipped = "binary data, not a text log"
             return info, []
-        sniff_identity(first[:_SNIFF_IDENTITY].decode("utf-8", "replace"), identity)
+        sniff_writer(first[:_SNIFF_IDENTITY].decode("utf-8", "replace"), info)
         texts = decode_chunks(itertools.chain([first], chunks), stats)
         events = list(scan_text(matcher, stream.name, identity, texts, stats))
     except READ_ERRORS as exc:

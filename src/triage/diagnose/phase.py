@@ -1,0 +1,70 @@
+"""The failure's phase: where the culprit stopped, or else where the job as a whole stood.
+
+Milestones say how far each rank got (`Milestone`). Collectives need every member, so once any
+rank completed one, the job was past its first collective: a later failure is in `execution`.
+When init was behind the ranks but no collective ever completed, the first one failed
+(`operator_load`). Before init completed, it is `comm_init`. Only when no milestone says anything
+does the phase of the deciding line's rule stand — and `unknown` only when nothing says.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from triage.diagnose.facts import RankFacts
+from triage.job import Job
+from triage.model import Event, Kind, Milestone, Phase
+
+_REAL = (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION)
+
+
+def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None = None,
+              events: list[Event] | None = None) -> Phase:
+    """The phase of the failure, from the culprits' milestones, the job's, and the events."""
+    furthest = max((s.milestone for s in job.ranks.values() if s.milestone is not None),
+                   default=None)
+    said = _said_phase(job, facts, events or [])
+    if furthest is not None and furthest >= Milestone.FIRST_COLLECTIVE:
+        # A collective completed, so every rank was past init and the first collective. Only a
+        # culprit that itself never got past init (a rank that joined late, a failed sub-group
+        # init) puts the failure back in comm_init.
+        if said is Phase.COMM_INIT and culprits and _before_init(job, culprits):
+            return Phase.COMM_INIT
+        return Phase.EXECUTION
+    if furthest == Milestone.INIT_DONE:
+        return Phase.COMM_INIT if said is Phase.COMM_INIT and culprits and _before_init(
+            job, culprits) else Phase.OPERATOR_LOAD
+    if furthest is not None and furthest >= Milestone.RENDEZVOUS and said is Phase.UNKNOWN:
+        return Phase.COMM_INIT
+    return said
+
+
+def _before_init(job: Job, ranks: list[int]) -> bool:
+    """Every culprit with a log stopped before its communicator init completed."""
+    seen = [job.ranks[r].milestone for r in ranks if r in job.ranks]
+    known = [m for m in seen if m is not None]
+    return bool(known) and all(m < Milestone.INIT_DONE for m in known)
+
+
+def _said_phase(job: Job, facts: dict[int, RankFacts], events: list[Event]) -> Phase:
+    """What the lines themselves say: the deciding events' rules, else the waiting ranks'."""
+    for event in events:
+        if event.phase in _REAL:
+            if event.phase is Phase.EXECUTION and event.fields.get("seq") == "1":
+                return Phase.OPERATOR_LOAD
+            return event.phase
+    return wait_phase(facts)
+
+
+def wait_phase(facts: dict[int, RankFacts]) -> Phase:
+    """The phase the waiting ranks were in when they gave up."""
+    phases: Counter[Phase] = Counter()
+    for f in facts.values():
+        for event in f.timeouts + f.peer_errors:
+            if event.kind is Kind.TIMEOUT and event.fields.get("seq") == "1":
+                phases[Phase.OPERATOR_LOAD] += 1
+            elif event.phase in _REAL:
+                phases[event.phase] += 1
+    if not phases:
+        return Phase.UNKNOWN
+    return phases.most_common(1)[0][0]

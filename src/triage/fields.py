@@ -1,0 +1,89 @@
+"""The event fields that triage itself reads: the vocabulary shared by rules and diagnosis.
+
+A rule turns the named groups of its regex into an event's `fields`. The job model (ranks, hosts,
+world size), the diagnosis (culprits, peers, sequence numbers) and the scanner (phase, clock) read
+some of them by name; those names are registered here with their type and meaning. Every named
+group of a rule must be one of these or be listed in the rule's `info_fields` (groups captured only
+for the message): a misspelt field name is then refused when the rule is loaded, instead of silently
+doing nothing.
+
+To add a field: add an entry below, read it where it matters, and regenerate the table in
+docs/rules.md with `python -m triage.fields` (tests/test_rule_contract.py checks it is current).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# What a field's text holds. Captured values are always strings; these say how readers parse them.
+TYPES: dict[str, str] = {
+    "int": "a non-negative decimal number",
+    "signed-int": "a decimal number, possibly negative",
+    "str": "free text",
+    "rank-list": "ranks, any separators and ranges: `3`, `1, 2`, `[1,3,5,]`, `0-3`",
+    "ip": "an IPv4 or IPv6 address",
+    "host": "a host name (short or fully qualified) or an address",
+    "signal": "a signal name (`SIGKILL`) or number (`9`)",
+    "phase": "one of comm_init, operator_load, execution, teardown",
+    "timestamp": "a wall-clock time as the log writes it",
+}
+
+
+class Field(NamedTuple):
+    type: str  # a key of TYPES
+    meaning: str  # one line
+
+
+FIELDS: dict[str, Field] = {
+    # Who the line is about: its writer, or the worker/rank a launcher or RAS line describes.
+    "rank": Field("int", "rank named in the message; global, or local to the group `pg` names when that is not the default group"),
+    "pg_rank": Field("int", "rank within the process group the line names (group-local)"),
+    "local_rank": Field("int", "rank on its node, as launchers number workers"),
+    "host": Field("host", "host of the process the line is about (the writer, or the worker a launcher line describes)"),
+    "pid": Field("int", "process id of the process the line is about (ties launcher lines to the rank that logged that pid)"),
+    "ip": Field("ip", "address of the process the line is about (a writer announcing its own address, a rank RAS lists)"),
+    "device": Field("int", "GPU/NPU index of the process the line is about"),
+    # Groups and communicators.
+    "pg": Field("str", "process group: `0`, `default_pg`, a name or GUID; absent or default means the world group"),
+    "pg_guid": Field("str", "process-group GUID, the same on every rank (`PG GUID 3`)"),
+    "pg_desc": Field("str", "process-group description (`default_pg`, `undefined`, a user-given name)"),
+    "comm_id": Field("str", "communicator id: NCCL commId hash, HCCL group identifier"),
+    "nranks": Field("int", "ranks in the communicator; the world communicator has world-size ranks"),
+    "world_size": Field("int", "ranks in the job"),
+    "clients_expected": Field("int", "store clients the store server waited for (the world size)"),
+    # Progress.
+    "seq": Field("int", "sequence number of the collective the line is about (SeqNum, NCCL work, HCCL index)"),
+    "op": Field("str", "collective operation (ALLREDUCE, BROADCAST, _ALLGATHER_BASE …)"),
+    "enqueued": Field("int", "last enqueued collective sequence number"),
+    "started": Field("int", "last started collective sequence number"),
+    "completed": Field("int", "last completed collective sequence number"),
+    "step": Field("str", "what the process was doing when it wrote the line (a training step, `before all_reduce #7`)"),
+    "milestone": Field("str", "named point of the run the process reports having reached"),
+    "phase": Field("phase", "phase the line names; a rule of phase `any` takes its event phase from it"),
+    "time": Field("timestamp", "wall-clock time written inside the message (ChildFailedError `time :`); wins over the line's clock"),
+    # The other end of a failed link or wait.
+    "peer_rank": Field("int", "rank at the other end of the failed link or wait"),
+    "peer_ip": Field("ip", "address at the other end of the failed connection"),
+    "peer_port": Field("int", "port at the other end of the failed connection"),
+    "peer_host": Field("host", "host name at the other end of the failed connection"),
+    # Culprits a tool named (desync report, monitoredBarrier, RAS, HCCL heartbeat, repro).
+    "culprit_ranks": Field("rank-list", "ranks a tool named as the cause"),
+    "culprit_pid": Field("int", "process a tool named as the cause"),
+    "culprit_ip": Field("ip", "address of the process or device a tool named as the cause"),
+    "culprit_device": Field("int", "device (GPU/NPU index) a tool named as the cause"),
+    "culprit_host": Field("host", "host a tool named as the cause"),
+    # How a process ended.
+    "signal": Field("signal", "signal that ended the process, or that the line says was sent"),
+    "exitcode": Field("signed-int", "exit code; negative means ended by that signal number (torchrun style)"),
+}
+
+
+def markdown_table() -> str:
+    """The registry as the table docs/rules.md shows (sorted by name)."""
+    rows = ["| field | type | meaning |", "|---|---|---|"]
+    rows += [f"| `{name}` | {f.type} | {f.meaning} |" for name, f in sorted(FIELDS.items())]
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

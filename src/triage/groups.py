@@ -1,0 +1,101 @@
+"""Process groups and communicators, and how far each member got in each.
+
+A PyTorch process group (`[PG ID 2 PG GUID 3(tp) Rank 1]`) or an NCCL communicator (`commId`)
+has its own collective sequence: SeqNum 57 of the `tp` group has nothing to do with SeqNum 57 of
+the default group. So progress (last enqueued, completed, the collective a rank timed out in) is
+kept per (group, rank), and the lagging-rank and mismatch reasoning happens inside one group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triage.identity import group_ref
+from triage.model import Event, Kind
+
+DEFAULT = "pg:0"
+
+
+@dataclass
+class Member:
+    rank: int  # global rank
+    group_rank: int | None = None
+    enqueued: int | None = None  # highest "last enqueued" seen
+    completed: int | None = None  # highest "last completed" seen
+    stuck_seq: int | None = None  # lowest SeqNum it timed out at
+    stuck_op: str | None = None
+    timeouts: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class ProcessGroup:
+    key: str  # `pg:<guid>` or `comm:<commId>`
+    default: bool
+    desc: str | None = None
+    size: int | None = None
+    members: dict[int, Member] = field(default_factory=dict)  # global rank -> member
+
+    @property
+    def label(self) -> str:
+        if self.default:
+            return "the default process group"
+        kind, _, ident = self.key.partition(":")
+        name = f"PG GUID {ident}" if kind == "pg" else f"communicator {ident}"
+        return f"process group {self.desc} ({name})" if self.desc else f"process group {name}"
+
+    def member(self, rank: int) -> Member:
+        if rank not in self.members:
+            self.members[rank] = Member(rank=rank)
+        return self.members[rank]
+
+
+def build_groups(events: list[Event], world_size: int | None) -> dict[str, ProcessGroup]:
+    """The groups seen in the events, with each member's progress in each."""
+    groups: dict[str, ProcessGroup] = {}
+    # A watchdog line carries only the work's `[Rank r]`; the lines around it carry the group.
+    # Pair them by (rank, SeqNum).
+    seq_group: dict[tuple[int, str], str] = {}
+    for event in events:
+        ref = group_ref(event, world_size)
+        if ref is not None and event.rank is not None and "seq" in event.fields:
+            seq_group.setdefault((event.rank, event.fields["seq"]), ref.key)
+    for event in events:
+        if event.rank is None:
+            continue
+        ref = group_ref(event, world_size)
+        tracks = "seq" in event.fields or "enqueued" in event.fields or "completed" in event.fields
+        if ref is None and not tracks:
+            continue
+        if ref is None:
+            key = seq_group.get((event.rank, event.fields.get("seq", "")), DEFAULT)
+            group = groups.setdefault(key, ProcessGroup(key=key, default=key == DEFAULT))
+        else:
+            group = groups.setdefault(ref.key, ProcessGroup(key=ref.key, default=ref.default))
+            group.desc = group.desc or ref.desc
+            group.size = group.size or ref.size
+        member = group.member(event.rank)
+        if ref is not None and ref.group_rank is not None and member.group_rank is None:
+            member.group_rank = ref.group_rank
+        _track(member, event)
+    if world_size and DEFAULT in groups:
+        groups[DEFAULT].size = world_size
+    return groups
+
+
+def _track(member: Member, event: Event) -> None:
+    fields = event.fields
+    if event.kind is Kind.TIMEOUT:
+        member.timeouts.append(event)
+        if fields.get("seq", "").isdigit():
+            seq = int(fields["seq"])
+            if member.stuck_seq is None or seq < member.stuck_seq:
+                member.stuck_seq = seq
+                member.stuck_op = fields.get("op") or member.stuck_op
+            elif seq == member.stuck_seq and fields.get("op") and not member.stuck_op:
+                member.stuck_op = fields["op"]
+    for key in ("enqueued", "completed"):
+        value = fields.get(key, "")
+        # 2.3 prints garbage or -1 for "last completed" at times (formats.md §1.5): ignore those.
+        if value.isdigit() and len(value) < 12:
+            current = getattr(member, key)
+            setattr(member, key, max(current, int(value)) if current is not None else int(value))

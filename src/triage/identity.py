@@ -1,0 +1,371 @@
+"""The identity stage: who wrote each source and each line, resolved in one place.
+
+Every other stage only observes: ingest gives a source's display name, the scanner what each
+line's launcher prefix and writer envelope say (`[rank3]:`, `[default3]:`, `host:pid:tid`) and what
+the first lines of a source say. Here those observations are weighed by an ordered list of
+resolvers, each filling only what is still unknown and recording how it learnt it:
+
+  path → first lines → line prefixes → process-group prefixes → stated ranks → communicator
+  lines → host slots → pids
+
+What one line of a file establishes about its writer (the world communicator's `rank r nranks n`,
+a `host:pid` prefix seen with a rank) holds for the whole file and for that pid everywhere. Path
+components that every source shares (the folder the user put the job in) never give a rank;
+a host folder there still names the one host they all came from.
+Two signals that disagree about a source are reported on that source, never silently resolved.
+Adding a launcher or a family is one resolver in `RESOLVERS`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import regex
+
+from triage.ingest.identity import identity_from_path
+from triage.model import Event, Identity, Kind, SourceInfo
+
+# `[PG ID 2 PG GUID 3(tp) Rank 1]` (2.5+), `[PG 3 (tp) Rank 1]` / `[PG 3 Rank 1]` (2.2–2.4).
+_PG_PREFIX = regex.compile(
+    r"\[(?:PG ID (?P<pg_id>\d+) PG GUID (?P<guid>[^\s(\]]+)(?:\((?P<desc>[^)\]]*)\))?"
+    r"|PG (?P<name>[^\s(\]]+)(?: \((?P<desc2>[^)\]]*)\))?) Rank (?P<pg_rank>\d+)\]"
+)
+# The `pg` field some rules capture: `3(tp)`, `0 (default_pg)`, `0`.
+_PG_FIELD = regex.compile(r"^(?P<guid>[^\s(]+)\s?(?:\((?P<desc>[^)]*)\))?$")
+_TORCHRUN_LAYOUT = regex.compile(r"attempt_\d+[/!]\d+[/!](?:stdout|stderr|error)\.(?:log|json)$")
+_DEFAULT_DESCS = {"default_pg", "undefined", ""}
+# Families whose `rank` field names the writer (or the worker a launcher line is about).
+_RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
+
+
+@dataclass
+class GroupRef:
+    """Which process group a line speaks of, and the writer's rank inside it."""
+
+    key: str  # `pg:<guid>` for a PyTorch process group, `comm:<commId>` for an NCCL communicator
+    default: bool  # the world group (PyTorch default_pg, or a communicator of world size)
+    desc: str | None = None
+    group_rank: int | None = None
+    size: int | None = None
+
+
+@dataclass
+class Writers:
+    """The outcome of the stage: one identity per source group, and how sources group."""
+
+    group_of: dict[str, str]  # source name -> group key (files one process wrote together)
+    identities: dict[str, Identity]  # group key -> its writer
+    conflicts: dict[str, list[str]] = field(default_factory=dict)  # group key -> what disagreed
+
+    def of_source(self, name: str) -> Identity:
+        return self.identities.get(self.group_of.get(name, name), Identity())
+
+
+@dataclass
+class _State:
+    sources: list[SourceInfo]
+    events: list[Event]
+    world_size: int | None
+    writers: Writers
+
+    def group(self, event: Event) -> Identity | None:
+        key = self.writers.group_of.get(event.evidence.source, event.evidence.source)
+        return self.writers.identities.get(key)
+
+    def conflict(self, key: str, text: str) -> None:
+        notes = self.writers.conflicts.setdefault(key, [])
+        if text not in notes:
+            notes.append(text)
+
+
+def resolve(events: list[Event], sources: list[SourceInfo], world_size: int | None) -> Writers:
+    """Resolve every source's writer and every event's identity (events are updated in place)."""
+    group_of = {s.name: group_key(s.name) for s in sources}
+    for event in events:
+        group_of.setdefault(event.evidence.source, group_key(event.evidence.source))
+    state = _State(sources, events, world_size, Writers(group_of, {}))
+    for resolver in RESOLVERS:
+        resolver(state)
+    for source in sources:
+        source.identity = state.writers.of_source(source.name)
+        source.conflicts = state.writers.conflicts.get(group_of[source.name], [])
+    return state.writers
+
+
+def group_key(name: str) -> str:
+    """Sources written by the same process share a key: torchrun's stdout.log and stderr.log."""
+    path = PurePosixPath(name.replace("!", "/"))
+    if path.name in ("stdout.log", "stderr.log", "error.json") and path.parent.name.isdigit():
+        return str(path.parent)
+    return name
+
+
+# --- resolvers, in order ---------------------------------------------------------------------
+
+def from_path(state: _State) -> None:
+    """The source's path, less the folders that every source shares."""
+    names = [s.name for s in state.sources]
+    shared = _shared_folders(names)
+    for source in state.sources:
+        parts = source.name.replace("\\", "/").replace("!", "/").split("/")
+        keep = shared
+        if _TORCHRUN_LAYOUT.search(source.name):
+            keep = min(keep, len(parts) - 3)  # `attempt_0/<local_rank>/stderr.log` is one writer's
+        own = "/".join(parts[max(0, keep):])
+        key = state.writers.group_of[source.name]
+        found = identity_from_path(own)
+        if found.host is None and keep > 0:
+            # A host folder above every source still says which one host they all came from;
+            # only rank words there would mislead (`hang-rank2/` is not rank 2's folder).
+            full = identity_from_path(source.name)
+            if full.host is not None:
+                found.host = full.host
+                found.learnt_from["host"] = full.learnt_from["host"] + " (shared by every source)"
+        current = state.writers.identities.get(key)
+        if current is not None:
+            _note_disagreement(state, key, current, found, "path")
+            found = current.merged_over(found)
+        state.writers.identities[key] = found
+
+
+def from_first_lines(state: _State) -> None:
+    """What the first lines of a source say (`[rank3]:` prefixes, NCCL `host:pid` prefixes)."""
+    for source in state.sources:
+        key = state.writers.group_of[source.name]
+        ident = state.writers.identities[key]
+        if source.head_ranks:
+            rank, count = Counter(source.head_ranks).most_common(1)[0]
+            if count >= 0.8 * sum(source.head_ranks.values()):
+                _set(state, key, ident, "rank", rank, "[rankN]: prefixes of the first lines")
+        if source.head_hosts:
+            host = Counter(source.head_hosts).most_common(1)[0][0]
+            _set(state, key, ident, "host", host, "NCCL line prefixes of the first lines")
+
+
+def from_line_prefixes(state: _State) -> None:
+    """A file where one rank writes nearly every line is that rank's; else each line keeps its own."""
+    ranks: dict[str, Counter[int]] = defaultdict(Counter)
+    hosts: dict[str, Counter[str]] = defaultdict(Counter)
+    for event in state.events:
+        key = state.writers.group_of[event.evidence.source]
+        if event.identity.rank is not None:
+            ranks[key][event.identity.rank] += 1
+        if event.identity.host:
+            hosts[key][event.identity.host] += 1
+    for key, counts in ranks.items():
+        ident = state.writers.identities.setdefault(key, Identity())
+        rank, count = counts.most_common(1)[0]
+        if count >= 0.8 * sum(counts.values()):
+            _set(state, key, ident, "rank", rank, "line prefixes")
+    for key, counts in hosts.items():
+        ident = state.writers.identities.setdefault(key, Identity())
+        _set(state, key, ident, "host", counts.most_common(1)[0][0], "line prefixes")
+    # Each line: its own prefix first, then its file's writer.
+    for event in state.events:
+        group = state.group(event)
+        if group is not None:
+            event.identity = event.identity.merged_over(group)
+
+
+def from_group_prefixes(state: _State) -> None:
+    """`[PG ID 2 PG GUID 3(tp) Rank 1]`: the group and the writer's rank inside it, on the event."""
+    for event in state.events:
+        ref = group_ref(event, state.world_size)
+        if ref is None:
+            continue
+        event.fields.setdefault("pg_key", ref.key)
+        if ref.desc:
+            event.fields.setdefault("pg_desc", ref.desc)
+        if ref.group_rank is not None:
+            event.fields.setdefault("pg_rank", str(ref.group_rank))
+
+
+def from_stated_ranks(state: _State) -> None:
+    """A rank named inside the message is global when it is said in the world group."""
+    tasks_are_ranks = not any(e.family == "torchrun" for e in state.events)
+    families = _RANK_STATING + (("slurm",) if tasks_are_ranks else ())
+    for event in state.events:
+        fields = event.fields
+        if event.identity.rank is not None or "rank" not in fields or event.family not in families:
+            continue
+        if event.kind in (Kind.INIT_START, Kind.INIT_DONE):
+            continue  # communicator ranks: see from_communicators
+        ref = group_ref(event, state.world_size)
+        if ref is not None and not ref.default:
+            continue  # a rank inside a sub-group is not a global rank
+        if fields["rank"].isdigit():
+            event.identity.rank = int(fields["rank"])
+            event.identity.learnt_from["rank"] = "rank named in the message"
+
+
+def from_communicators(state: _State) -> None:
+    """In the world communicator (nranks == world size) the NCCL/HCCL rank is the global rank."""
+    size = state.world_size
+    if not size:
+        return
+    for event in state.events:
+        fields = event.fields
+        if event.kind not in (Kind.INIT_START, Kind.INIT_DONE) or fields.get("nranks") != str(size):
+            continue
+        if not fields.get("rank", "").isdigit():
+            continue
+        rank = int(fields["rank"])
+        key = state.writers.group_of[event.evidence.source]
+        ident = state.writers.identities.setdefault(key, Identity())
+        if event.identity.rank is None:
+            event.identity.rank = rank
+            event.identity.learnt_from["rank"] = "rank in the world communicator's init line"
+        elif event.identity.rank != rank:
+            state.conflict(key, f"the world communicator says rank {rank}, the line's prefix "
+                                f"rank {event.identity.rank}")
+        _set(state, key, ident, "rank", rank, "rank in the world communicator's init line")
+
+
+def from_host_slots(state: _State) -> None:
+    """(host, local rank) → global rank, from the pairs known elsewhere (launcher records too)."""
+    slots: dict[tuple[str, int], int] = {}
+    for event in state.events:
+        ident = event.identity
+        if ident.rank is not None and ident.host and ident.local_rank is not None:
+            slots[(ident.host, ident.local_rank)] = ident.rank
+        if event.kind is Kind.EXIT and {"host", "rank", "local_rank"} <= event.fields.keys():
+            if event.fields["rank"].isdigit() and event.fields["local_rank"].isdigit():
+                host = event.fields["host"].split(".")[0]
+                slots[(host, int(event.fields["local_rank"]))] = int(event.fields["rank"])
+    for ident in state.writers.identities.values():
+        if ident.rank is not None and ident.host and ident.local_rank is not None:
+            slots.setdefault((ident.host, ident.local_rank), ident.rank)
+    # Hosts with some known slots: rank = base + local rank (static, homogeneous launches).
+    bases: dict[str, Counter[int]] = defaultdict(Counter)
+    for (host, local), rank in slots.items():
+        bases[host][rank - local] += 1
+
+    def lookup(host: str | None, local: int | None) -> tuple[int, str] | None:
+        if host is None or local is None:
+            return None
+        if (host, local) in slots:
+            return slots[(host, local)], "host and local rank, matched elsewhere"
+        if bases.get(host):
+            base = bases[host].most_common(1)[0][0] + local
+            return (base, "host's rank base plus local rank") if base >= 0 else None
+        return None
+
+    for ident in state.writers.identities.values():
+        if ident.rank is None and (found := lookup(ident.host, ident.local_rank)):
+            ident.rank, ident.learnt_from["rank"] = found
+    for event in state.events:
+        ident = event.identity
+        if ident.rank is not None:
+            continue
+        group = state.group(event)
+        if group is not None and group.rank is not None:
+            event.identity = ident.merged_over(group)
+            continue
+        # Launcher lines about a worker: `failed (exitcode: -9) local_rank: 3 (pid: 4242)`.
+        local = ident.local_rank
+        if local is None and event.fields.get("local_rank", "").isdigit():
+            local = int(event.fields["local_rank"])
+        if found := lookup(ident.host, local):
+            ident.rank, ident.learnt_from["rank"] = found
+
+
+def from_pids(state: _State) -> None:
+    """A pid seen with a rank is that rank everywhere: NCCL_DEBUG_FILE files, plogs, agent lines."""
+    pid_ranks: dict[int, Counter[int]] = defaultdict(Counter)
+    for event in state.events:
+        if event.identity.pid is not None and event.identity.rank is not None:
+            pid_ranks[event.identity.pid][event.identity.rank] += 1
+    for ident in state.writers.identities.values():
+        if ident.pid is not None and ident.rank is not None:
+            pid_ranks[ident.pid][ident.rank] += 1
+    known = {pid: counts.most_common(1)[0][0] for pid, counts in pid_ranks.items()
+             if len(counts) == 1}  # a pid reused by two ranks (two hosts) says nothing
+    for key, ident in state.writers.identities.items():
+        if ident.rank is None and ident.pid in known:
+            _set(state, key, ident, "rank", known[ident.pid], "pid seen in the rank's own lines")
+    for event in state.events:
+        ident = event.identity
+        if ident.rank is not None:
+            continue
+        group = state.group(event)
+        if group is not None and group.rank is not None:
+            event.identity = ident.merged_over(group)
+            continue
+        pid = event.fields.get("pid", "")
+        for candidate in (ident.pid, int(pid) if pid.isdigit() else None):
+            if candidate is not None and candidate in known:
+                ident.rank = known[candidate]
+                ident.learnt_from["rank"] = "pid seen in the rank's own lines"
+                break
+
+
+RESOLVERS: tuple[Callable[[_State], None], ...] = (
+    from_path, from_first_lines, from_line_prefixes, from_group_prefixes, from_stated_ranks,
+    from_communicators, from_host_slots, from_pids,
+)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def group_ref(event: Event, world_size: int | None = None) -> GroupRef | None:
+    """The process group an event speaks of, from its `[PG … Rank r]` prefix or its fields."""
+    fields = event.fields
+    if "pg_key" in fields:
+        return GroupRef(key=fields["pg_key"], default=fields["pg_key"] in ("pg:0", "pg:default_pg"),
+                        desc=fields.get("pg_desc"),
+                        group_rank=int(fields["pg_rank"]) if fields.get("pg_rank") else None)
+    if fields.get("comm_id") and fields.get("nranks", "").isdigit():
+        size = int(fields["nranks"])
+        rank = fields.get("rank", "")
+        return GroupRef(key=f"comm:{fields['comm_id']}", default=size == world_size,
+                        group_rank=int(rank) if rank.isdigit() else None, size=size)
+    m = _PG_PREFIX.search(event.evidence.text) if "PG " in event.evidence.text else None
+    if m is not None:
+        guid = m["guid"] or m["name"]
+        desc = m["desc"] if m["desc"] is not None else m["desc2"]
+        return _pg_ref(guid, desc, int(m["pg_rank"]))
+    if (pg := fields.get("pg")) and (f := _PG_FIELD.match(pg.strip())):
+        rank = fields.get("rank", "")
+        return _pg_ref(f["guid"], f["desc"], int(rank) if rank.isdigit() else None)
+    return None
+
+
+def _pg_ref(guid: str, desc: str | None, group_rank: int | None) -> GroupRef:
+    desc = (desc or "").strip()
+    default = desc == "default_pg" or (guid == "0" and desc in _DEFAULT_DESCS)
+    return GroupRef(key="pg:0" if default else f"pg:{guid}", default=default,
+                    desc=desc if desc not in _DEFAULT_DESCS else ("default_pg" if default else None),
+                    group_rank=group_rank)
+
+
+def _shared_folders(names: list[str]) -> int:
+    """How many leading folders every source shares (never the file name itself)."""
+    split = [n.replace("\\", "/").replace("!", "/").split("/")[:-1] for n in names]
+    if not split:
+        return 0
+    shared = 0
+    for parts in zip(*split, strict=False):
+        if len(set(parts)) != 1:
+            break
+        shared += 1
+    return shared
+
+
+def _set(state: _State, key: str, ident: Identity, name: str, value: int | str, how: str) -> None:
+    current = getattr(ident, name)
+    if current is None:
+        setattr(ident, name, value)
+        ident.learnt_from[name] = how
+    elif current != value:
+        state.conflict(key, f"{name}: {ident.learnt_from.get(name, '?')} says {current}, "
+                            f"{how} say {value}; kept {current}")
+
+
+def _note_disagreement(state: _State, key: str, current: Identity, found: Identity, how: str) -> None:
+    for name in ("rank", "local_rank", "host", "pid"):
+        a, b = getattr(current, name), getattr(found, name)
+        if a is not None and b is not None and a != b:
+            state.conflict(key, f"{name}: {current.learnt_from.get(name, '?')} says {a}, {how} says {b}")
