@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from triage.fields import FIELDS, TYPES, markdown_table
+from triage.fields import FIELDS, TYPES, markdown_table, signal_name
 from triage.model import Identity
 from triage.parse.clock import parse_time
 from triage.parse.scan import Matcher, ScanStats, scan_text
@@ -130,7 +130,7 @@ _CONFORMS = {
     "rank-list": lambda v: bool(parse_ranks(v)),
     "ip": _valid_ip,
     "host": lambda v: re.fullmatch(r"[^\s/]+", v) is not None,
-    "signal": lambda v: re.fullmatch(r"SIG[A-Z0-9]+|\d+", v) is not None,
+    "signal": lambda v: signal_name(v) is not None,
     "phase": lambda v: v in ("comm_init", "operator_load", "execution", "teardown"),
     "timestamp": lambda v: parse_time(v) is not None,
 }
@@ -261,7 +261,7 @@ def test_literal_braces_in_a_message_are_fine() -> None:
 
 
 def test_a_group_neither_registered_nor_informational_is_refused(tmp_path: Path) -> None:
-    regex = BASE["regex"].replace("(?P<seq>", "(?P<seqq>")
+    regex = BASE["regex"] + "(?P<seqq> before)?"
     _write(tmp_path, _rule(regex=regex, message="seq {seqq}"))
     message = _refusal(tmp_path)
     assert "my-rule.yaml" in message and "named group 'seqq'" in message

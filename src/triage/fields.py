@@ -23,7 +23,7 @@ TYPES: dict[str, str] = {
     "rank-list": "ranks, any separators and ranges: `3`, `1, 2`, `[1,3,5,]`, `0-3`",
     "ip": "an IPv4 or IPv6 address",
     "host": "a host name (short or fully qualified) or an address",
-    "signal": "a signal name (`SIGKILL`) or number (`9`)",
+    "signal": "a signal name (`SIGKILL`), number (`9`) or description (`Killed`, as srun prints it); see signal_name",
     "phase": "one of comm_init, operator_load, execution, teardown",
     "timestamp": "a wall-clock time as the log writes it",
 }
@@ -46,6 +46,7 @@ FIELDS: dict[str, Field] = {
     # Groups and communicators.
     "pg": Field("str", "process group: `0`, `default_pg`, a name or GUID; absent or default means the world group"),
     "pg_guid": Field("str", "process-group GUID, the same on every rank (`PG GUID 3`)"),
+    "pg_key": Field("str", "process group as the job model keys it (`pg:0`, `pg:<guid>`, `comm:<id>`); set by triage itself"),
     "pg_desc": Field("str", "process-group description (`default_pg`, `undefined`, a user-given name)"),
     "comm_id": Field("str", "communicator id: NCCL commId hash, HCCL group identifier"),
     "nranks": Field("int", "ranks in the communicator; the world communicator has world-size ranks"),
@@ -54,9 +55,18 @@ FIELDS: dict[str, Field] = {
     # Progress.
     "seq": Field("int", "sequence number of the collective the line is about (SeqNum, NCCL work, HCCL index)"),
     "op": Field("str", "collective operation (ALLREDUCE, BROADCAST, _ALLGATHER_BASE …)"),
-    "enqueued": Field("int", "last enqueued collective sequence number"),
-    "started": Field("int", "last started collective sequence number"),
-    "completed": Field("int", "last completed collective sequence number"),
+    "call": Field("str", "torch.distributed function a traceback frame is in (`all_reduce`, `broadcast`, `init_process_group` …)"),
+    "fp_rank": Field("int", "rank whose collective fingerprint the line gives first (TORCH_DISTRIBUTED_DEBUG=DETAIL)"),
+    "fp_seq": Field("int", "0-based collective number in a fingerprint (SequenceNumber=…)"),
+    "shape": Field("str", "tensor shape(s) of the collective, as the fingerprint prints them"),
+    "dtype": Field("str", "tensor dtype(s) of the collective, as the fingerprint prints them"),
+    "peer_op": Field("str", "collective operation the other rank of a fingerprint mismatch runs"),
+    "peer_shape": Field("str", "tensor shape(s) the other rank of a fingerprint mismatch uses"),
+    "peer_dtype": Field("str", "tensor dtype(s) the other rank of a fingerprint mismatch uses"),
+    "peer_fp_seq": Field("int", "0-based collective number the other rank of a fingerprint mismatch is at"),
+    "enqueued": Field("signed-int", "last enqueued collective sequence number (-1: none yet or unknown)"),
+    "started": Field("signed-int", "last started collective sequence number (-1: none yet or unknown)"),
+    "completed": Field("signed-int", "last completed collective sequence number (-1: none yet or unknown)"),
     "step": Field("str", "what the process was doing when it wrote the line (a training step, `before all_reduce #7`)"),
     "milestone": Field("str", "named point of the run the process reports having reached"),
     "phase": Field("phase", "phase the line names; a rule of phase `any` takes its event phase from it"),
@@ -76,6 +86,35 @@ FIELDS: dict[str, Field] = {
     "signal": Field("signal", "signal that ended the process, or that the line says was sent"),
     "exitcode": Field("signed-int", "exit code; negative means ended by that signal number (torchrun style)"),
 }
+
+
+# Linux signal numbers, and the strsignal(3) texts that srun prints instead of names.
+_SIGNAL_NUMBERS = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
+    8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
+    14: "SIGALRM", 15: "SIGTERM",
+}
+_SIGNAL_TEXTS = {
+    "hangup": "SIGHUP", "interrupt": "SIGINT", "quit": "SIGQUIT", "illegal instruction": "SIGILL",
+    "trace/breakpoint trap": "SIGTRAP", "aborted": "SIGABRT", "bus error": "SIGBUS",
+    "floating point exception": "SIGFPE", "killed": "SIGKILL", "segmentation fault": "SIGSEGV",
+    "broken pipe": "SIGPIPE", "alarm clock": "SIGALRM", "terminated": "SIGTERM",
+    "out of memory": "OOM",  # srun's word for a task the cgroup OOM killer ended (with SIGKILL)
+}
+
+
+def signal_name(value: str) -> str | None:
+    """A `signal` field as a name: `9`, `SIGKILL`, `kill`, `Killed` → `SIGKILL`; None if unknown.
+
+    srun writes `Out Of Memory` for a task the cgroup OOM killer ended: that reads as `OOM`.
+    """
+    text = value.strip()
+    if text.isdigit():
+        return _SIGNAL_NUMBERS.get(int(text))
+    if text.lower() in _SIGNAL_TEXTS:
+        return _SIGNAL_TEXTS[text.lower()]
+    name = text.upper() if text.upper().startswith("SIG") else "SIG" + text.upper()
+    return name if name in _SIGNAL_NUMBERS.values() else None
 
 
 def markdown_table() -> str:

@@ -136,7 +136,7 @@ def from_first_lines(state: _State) -> None:
     for source in state.sources:
         key = state.writers.group_of[source.name]
         ident = state.writers.identities[key]
-        if source.head_ranks:
+        if source.head_ranks and source.head_writers <= 1:
             rank, count = Counter(source.head_ranks).most_common(1)[0]
             if count >= 0.8 * sum(source.head_ranks.values()):
                 _set(state, key, ident, "rank", rank, "[rankN]: prefixes of the first lines")
@@ -149,13 +149,18 @@ def from_line_prefixes(state: _State) -> None:
     """A file where one rank writes nearly every line is that rank's; else each line keeps its own."""
     ranks: dict[str, Counter[int]] = defaultdict(Counter)
     hosts: dict[str, Counter[str]] = defaultdict(Counter)
+    locals_seen: dict[str, set[int]] = defaultdict(set)
     for event in state.events:
         key = state.writers.group_of[event.evidence.source]
         if event.identity.rank is not None:
             ranks[key][event.identity.rank] += 1
         if event.identity.host:
             hosts[key][event.identity.host] += 1
+        if "local_rank" in event.identity.learnt_from and event.identity.local_rank is not None:
+            locals_seen[key].add(event.identity.local_rank)
     for key, counts in ranks.items():
+        if len(locals_seen[key]) > 1:
+            continue  # a launcher console interleaving several workers: each line keeps its own
         ident = state.writers.identities.setdefault(key, Identity())
         rank, count = counts.most_common(1)[0]
         if count >= 0.8 * sum(counts.values()):

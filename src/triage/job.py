@@ -73,6 +73,8 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
             st.local_rank = event.identity.local_rank
     if size is None and ranks:
         size, size_from = max(ranks) + 1, "highest rank seen"
+        for rank in range(size):
+            state(rank)
     for st in ranks.values():
         place_milestone(st)
     return Job(

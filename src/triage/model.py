@@ -130,6 +130,7 @@ class SourceInfo:
     # What the first lines say of the writer (observations; the identity stage weighs them).
     head_ranks: dict[int, int] = field(default_factory=dict)  # `[rankN]:` prefix -> lines
     head_hosts: dict[str, int] = field(default_factory=dict)  # NCCL `host:pid` prefix -> lines
+    head_writers: int = 0  # distinct launcher prefixes (`[default3]:`, ` 3: `): >1 interleaves
     conflicts: list[str] = field(default_factory=list)  # identity signals that disagreed
 
 

@@ -133,6 +133,13 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         score = 0.6
     events = [e for r in winners for e in failed[r].self_failures]
     category = _failure_category(events)
+    known = all(failed[r].known_failures for r in winners)
+    if not known:
+        score = min(score, 0.55)  # only lines no rule knows: evidence, but weak
+    elif not _others_logged(ctx, winners):
+        # Only the failing rank's own log: a fault local by nature still names it, but nothing
+        # shows that no other rank failed earlier.
+        score = min(score, 0.65 if _local_by_nature(events) else 0.5)
     culprits = [
         _rank_culprit(ctx, r, f"failed first: {failed[r].self_failures[0].message}",
                       failed[r].self_failures) for r in sorted(winners)
@@ -150,6 +157,20 @@ def first_failure(ctx: Context) -> Hypothesis | None:
     )
 
 
+def _others_logged(ctx: Context, ranks: list[int]) -> bool:
+    return any(f.state.has_log for r, f in ctx.facts.items() if r not in ranks)
+
+
+_LOCAL_CATEGORIES = (Category.OOM, Category.DEVICE_ERROR, Category.CRASHED_PROCESS,
+                     Category.CONFIG_MISMATCH)
+
+
+def _local_by_nature(events: list[Event]) -> bool:
+    """GPU errors, OOM, a crash or abort of the process, invalid usage, an exception of its own."""
+    return any(e.kind is not Kind.UNEXPLAINED and (e.category in _LOCAL_CATEGORIES or e.category is None)
+               for e in events)
+
+
 def _failure_category(events: list[Event]) -> Category:
     """The category its rule gives the first failure; a crash when the rule says nothing."""
     return next((e.category for e in events if e.category), Category.CRASHED_PROCESS)
@@ -165,9 +186,11 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
     silent = [r for r in ctx.expected if r not in waiters and r not in failed]
     if not silent:
         return None
-    if failed:
-        # After a rank crashed, the launcher tears the others down: a rank it stopped (SIGTERM)
-        # before it had time to time out is explained by the crash, not silent by itself.
+    timed_out = [r for r in waiters if ctx.facts[r].timeouts]
+    if failed or not timed_out:
+        # After a rank crashed, or when the others lost their peers at once rather than timing
+        # out, the launcher tears the rest down: a rank it stopped (SIGTERM) before it had time to
+        # time out is explained by that, not silent by itself.
         silent = [r for r in silent if not ctx.facts[r].stopped_by_launcher]
         if not silent:
             return None
@@ -239,6 +262,79 @@ def collective_mismatch(ctx: Context) -> Hypothesis | None:
                           "else: the ranks issued different collectives, so none could complete.",
             )
     return None
+
+
+def fingerprint_mismatch(ctx: Context) -> Hypothesis | None:
+    """Ranks that were about to run a different collective than the rest, by majority.
+
+    Two sources say which collective each rank was in: TORCH_DISTRIBUTED_DEBUG=DETAIL's
+    fingerprints (each line gives the writer's and one other rank's), and, without it, the
+    collective each failing rank's traceback ends in.
+    """
+    fingerprints: dict[str, dict[int, str]] = defaultdict(dict)
+    evidence: dict[int, list[Event]] = defaultdict(list)
+    calls: dict[int, tuple[str, Event]] = {}
+    for event in ctx.job.events:
+        fields = event.fields
+        if "fp_seq" in fields and "op" in fields:
+            writer = event.rank if event.rank is not None else int(fields["fp_rank"])
+            seq = fields["fp_seq"]
+            # The writer's own fingerprint first: the other rank's can be garbled.
+            fingerprints[seq][writer] = _signature(fields["op"], fields.get("shape"),
+                                                   fields.get("dtype"))
+            if fields.get("peer_op") and fields.get("peer_fp_seq") == seq:
+                fingerprints[seq].setdefault(int(fields["peer_rank"]), _signature(
+                    fields["peer_op"], fields.get("peer_shape"), fields.get("peer_dtype")))
+            evidence[writer].append(event)
+        elif "call" in fields and event.rank is not None and fields["call"] not in _INIT_CALLS:
+            calls[event.rank] = (fields["call"], event)  # the innermost frame comes last
+    for seq, by_rank in sorted(fingerprints.items(), key=lambda kv: int(kv[0])):
+        odd, common = _minority(by_rank, minimum=3)
+        if odd:
+            events = [e for r in by_rank for e in evidence.get(r, [])]
+            culprits = [_rank_culprit(ctx, r, f"was about to run {by_rank[r]} as collective "
+                                      f"{int(seq) + 1} while the others ran {common}",
+                                      evidence.get(r) or events) for r in odd]
+            return Hypothesis(
+                name="collective-mismatch", score=0.9, category=Category.COLLECTIVE_MISMATCH,
+                phase=ctx.phase(odd, events), culprits=culprits,
+                reasoning=f"TORCH_DISTRIBUTED_DEBUG=DETAIL compared the ranks' collective number "
+                          f"{int(seq) + 1}: {len(by_rank) - len(odd)} ranks ran {common}, rank"
+                          f"{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} "
+                          f"{', '.join(sorted({by_rank[r] for r in odd}))}: the ranks took "
+                          "different code paths.")
+    by_call = {r: call for r, (call, _) in calls.items()}
+    odd, common = _minority(by_call, minimum=3)
+    if odd and len(odd) <= max(1, len(ctx.expected) // 4):
+        culprits = [_rank_culprit(ctx, r, f"its traceback ends in {by_call[r]}() while the "
+                                  f"others' end in {common}()", [calls[r][1]]) for r in odd]
+        events = [calls[r][1] for r in odd]
+        return Hypothesis(
+            name="collective-mismatch", score=0.7, category=Category.COLLECTIVE_MISMATCH,
+            phase=ctx.phase(odd, events), culprits=culprits,
+            reasoning=f"When the job failed, {len(by_call) - len(odd)} ranks were blocked in "
+                      f"{common}() but rank{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} in "
+                      f"{', '.join(sorted({by_call[r] for r in odd}))}(): the ranks issued "
+                      "different collectives, so none could complete.")
+    return None
+
+
+_INIT_CALLS = {"init_process_group", "new_group", "_new_group_with_tag", "_store_based_barrier"}
+
+
+def _signature(op: str, shape: str | None, dtype: str | None) -> str:
+    return f"{op}[{shape}]" + (f" {dtype}" if dtype else "") if shape is not None else op
+
+
+def _minority(by_rank: dict[int, str], minimum: int) -> tuple[list[int], str]:
+    """The ranks outside a clear majority value, and that value; none when there is no majority."""
+    if len(by_rank) < minimum:
+        return [], ""
+    counts = Counter(by_rank.values())
+    (common, top), *rest = counts.most_common()
+    if not rest or (rest and rest[0][1] == top) or top < 2:
+        return [], common
+    return sorted(r for r, v in by_rank.items() if v != common), common
 
 
 def lagging_rank(ctx: Context) -> Hypothesis | None:
@@ -369,5 +465,6 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
-    named_by_tool, first_failure, silent_rank, collective_mismatch, lagging_rank, network_link,
+    named_by_tool, first_failure, silent_rank, collective_mismatch, fingerprint_mismatch,
+    lagging_rank, network_link,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from triage.diagnose.facts import rank_facts
 from triage.diagnose.hypotheses import HYPOTHESES, Context
 from triage.job import Job
@@ -144,10 +146,19 @@ def _missing(ctx: Context) -> list[str]:
     if no_log:
         notes.append(f"logs of rank{'s' if len(no_log) > 1 else ''} {fmt_ranks(no_log)} "
                      f"are missing (world size {job.world_size} from {job.world_size_from})")
-    if not job.world_size_from or job.world_size_from == "highest rank seen":
+    size_unknown = not job.world_size_from or job.world_size_from == "highest rank seen"
+    logged = [r for r, s in job.ranks.items() if s.has_log]
+    if size_unknown and len(logged) <= 1:
+        who = f"rank {logged[0]}'s" if logged else "no rank's"
+        notes.append(f"only {who} log is here: the other ranks' logs would show which rank stopped "
+                     "first (or pass --world-size N)")
+    elif size_unknown:
         notes.append("the world size is not stated in the logs: pass --world-size N")
     waiters = ctx.waiters()
-    if waiters and len(waiters) == len(ctx.expected):
+    if _reported_category(ctx) is Category.COLLECTIVE_MISMATCH:
+        notes.append("the ranks ran collectives of different sizes or kinds, and the logs do not say "
+                     "which rank was odd: rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL")
+    if waiters and len(waiters) == len(ctx.expected) and len(logged) > 1:
         notes.append("every rank reported a timeout: enable TORCH_NCCL_DESYNC_DEBUG=1 or the "
                      "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) to see who was behind")
     return notes
@@ -159,7 +170,7 @@ def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]
     return Verdict(
         status=Status.INCONCLUSIVE,
         phase=phase,
-        category=candidates[0].category if candidates else Category.UNKNOWN,
+        category=candidates[0].category if candidates else _reported_category(ctx),
         confidence=round(candidates[0].score, 2) if candidates else 0.0,
         culprits=[],
         reasoning=_undecided(ctx, candidates),
@@ -167,6 +178,13 @@ def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]
         missing=missing or ["no rank's log shows where the failure began"],
         lost=candidates,
     )
+
+
+def _reported_category(ctx: Context) -> Category:
+    """What the waiting ranks' own lines say went wrong, when no culprit could be named."""
+    counts = Counter(e.category for f in ctx.facts.values() for e in f.timeouts + f.peer_errors
+                     if e.category is not None)
+    return counts.most_common(1)[0][0] if counts else Category.UNKNOWN
 
 
 def _undecided(ctx: Context, candidates: list[Hypothesis]) -> str:

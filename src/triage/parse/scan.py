@@ -4,6 +4,10 @@ The hot path. Text is scanned a chunk at a time for a few needles chosen from th
 prefilter literals (see `choose_needles`), so the great majority of lines (NCCL INFO noise,
 training progress) is never split into a line or touched by a rule regex. Only lines holding a
 literal are peeled of their launcher prefixes and tried against the rules that name that literal.
+
+The world is open: a candidate line that its own format marks as an error (see `triage.parse.marks`)
+and that no rule explains becomes an UNEXPLAINED event. The markers' literals and shapes join the
+needles, so finding those lines costs the same single pass.
 """
 
 from __future__ import annotations
@@ -18,13 +22,25 @@ from importlib.resources import files
 
 import regex
 
-from triage.model import Event, Evidence, Identity
+from triage.model import Event, Evidence, Identity, Kind, Phase
 from triage.parse.clock import parse_time
+from triage.parse.marks import (
+    MARKER_LITERALS,
+    MARKER_SHAPES,
+    TRACEBACK,
+    UNEXPLAINED_RULE_ID,
+    Mark,
+    classify,
+    exception_end,
+    signature,
+)
 from triage.parse.prefix import clean, peel
 from triage.rules import Rule, event_phase
 
 MAX_LINE = 16 << 10  # longer lines are cut before any regex sees them
 _JOIN_LINES = 2  # a hard-wrapped line is tried joined with up to this many following lines
+_TRACEBACK_LINES = 200  # how far after `Traceback (most recent call last):` its last line is sought
+_MAX_MESSAGE = 500  # an unexplained line's message is cut to this many characters
 
 # Writer identity that the line itself carries after the launcher prefixes.
 NCCL_WRITER = regex.compile(
@@ -105,8 +121,12 @@ def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[st
     return chosen, chosen_find
 
 
-def trie_regex(words: list[str]) -> str:
-    """One regex matching any of `words`, shaped as a trie so each branch tests one character."""
+def trie_regex(words: list[str], extra: tuple[str, ...] = ()) -> str:
+    """One regex matching any of `words`, shaped as a trie so each branch tests one character.
+
+    `extra` regexes join the trie's top-level alternatives (each must begin with a literal
+    character: one alternative that does not would stop the engine skipping positions in C).
+    """
     trie: dict[str, dict] = {}  # type: ignore[type-arg]
     for word in words:
         node = trie
@@ -114,8 +134,10 @@ def trie_regex(words: list[str]) -> str:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def emit(node: dict) -> str:  # type: ignore[type-arg]
+    def emit(node: dict, top: bool = False) -> str:  # type: ignore[type-arg]
         alternatives = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if top:
+            alternatives += extra
         if not alternatives:
             return ""
         body = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
@@ -124,7 +146,7 @@ def trie_regex(words: list[str]) -> str:
             return body + "?"
         return body
 
-    return emit(trie)
+    return emit(trie, top=True)
 
 
 @dataclass
@@ -142,10 +164,12 @@ class Matcher:
         for rule in self.rules:
             for literal in rule.prefilter:
                 self.by_literal.setdefault(literal, []).append(rule)
+        for literal in MARKER_LITERALS:  # pseudo-literals: lines that may carry an error mark
+            self.by_literal.setdefault(literal, [])
         literals = list(self.by_literal)
         upper, lower = choose_needles(literals)
         self.needles = {n: [lit for lit in literals if n in lit] for n in upper + lower}
-        self.pattern = re.compile(trie_regex(upper) if upper else r"(?!)")
+        self.pattern = re.compile(trie_regex(upper, MARKER_SHAPES))
         # The regex reports the longest needle at a position; shorter needles it starts with
         # are there too.
         self.prefixes = {n: [p for p in upper if n.startswith(p)] for n in upper}
@@ -172,7 +196,7 @@ class Matcher:
         present: list[str] = []
         pos = 0
         while (m := self.pattern.search(line, pos)) is not None:
-            present.extend(self.prefixes[m.group()])
+            present.extend(self.prefixes.get(m.group(), ()))  # a marker shape is no needle
             pos = m.start() + 1
         present.extend(n for n in self.find_needles if n in line)
         seen: list[Rule] = []

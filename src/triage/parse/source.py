@@ -22,6 +22,8 @@ def looks_binary(head: bytes) -> bool:
 
 # `[rank11]:` at the start of a line, after an optional torchrun tee prefix (`[default3]:`).
 _HEAD_RANK = re.compile(r"^(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d+)\]:", re.MULTILINE)
+# torchrun's `[default3]:` tee prefix and srun's ` 3: ` label: several of them mean many writers.
+_HEAD_LOCAL = re.compile(r"^(?:\[[A-Za-z_][\w-]*?(\d+)\]:|\s*(\d+): )", re.MULTILINE)
 _HEAD_NCCL_HOST = re.compile(r"^(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ",
                              re.MULTILINE)
 
@@ -33,6 +35,7 @@ def sniff_writer(head: str, info: SourceInfo) -> None:
     the silent rank is found by the absence of its timeout, not by a line.
     """
     info.head_ranks = {int(r): n for r, n in Counter(_HEAD_RANK.findall(head)).items()}
+    info.head_writers = len({a or b for a, b in _HEAD_LOCAL.findall(head)})
     info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(head)))
 
 
