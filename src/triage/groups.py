@@ -66,6 +66,8 @@ def build_groups(events: list[Event], world_size: int | None) -> dict[str, Proce
         tracks = "seq" in event.fields or "enqueued" in event.fields or "completed" in event.fields
         if ref is None and not tracks:
             continue
+        if ref is not None and ref.key == "pg:?":
+            continue  # a sub-group the line does not name: nothing to key its progress by
         if ref is None:
             key = seq_group.get((event.rank, event.fields.get("seq", "")), DEFAULT)
             group = groups.setdefault(key, ProcessGroup(key=key, default=key == DEFAULT))

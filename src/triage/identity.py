@@ -179,6 +179,17 @@ def from_group_prefixes(state: _State) -> None:
     """`[PG ID 2 PG GUID 3(tp) Rank 1]`: the group and the writer's rank inside it, on the event."""
     for event in state.events:
         ref = group_ref(event, state.world_size)
+        stated = event.fields.get("rank", "")
+        if ref is None and stated.isdigit() and event.identity.rank is not None and (
+                "rank" in event.identity.learnt_from and int(stated) != event.identity.rank
+                and event.family in ("pytorch", "store", "gloo")):
+            # `[rank5]: Rank 1 successfully reached monitoredBarrier … from rank 0`: the message
+            # speaks in a sub-group (group rank 1), so the ranks it names are not global ones.
+            event.fields["pg_key"] = "pg:?"
+            event.fields["pg_rank"] = stated
+            if "peer_rank" in event.fields:
+                event.fields["peer_pg_rank"] = event.fields.pop("peer_rank")
+            continue
         if ref is None:
             continue
         event.fields.setdefault("pg_key", ref.key)
@@ -238,8 +249,13 @@ def from_host_slots(state: _State) -> None:
             slots[(ident.host, ident.local_rank)] = ident.rank
         if event.kind is Kind.EXIT and {"host", "rank", "local_rank"} <= event.fields.keys():
             if event.fields["rank"].isdigit() and event.fields["local_rank"].isdigit():
-                host = event.fields["host"].split(".")[0]
-                slots[(host, int(event.fields["local_rank"]))] = int(event.fields["rank"])
+                slot = int(event.fields["local_rank"]), int(event.fields["rank"])
+                slots[(event.fields["host"].split(".")[0], slot[0])] = slot[1]
+                # The agent's record speaks of its own machine, whatever the folder that holds
+                # its console is called (`node01/` for a machine whose hostname is `vm`).
+                group = state.group(event)
+                if group is not None and group.host:
+                    slots.setdefault((group.host, slot[0]), slot[1])
     for ident in state.writers.identities.values():
         if ident.rank is not None and ident.host and ident.local_rank is not None:
             slots.setdefault((ident.host, ident.local_rank), ident.rank)

@@ -28,10 +28,12 @@ class RankFacts:
     self_failures: list[Event] = field(default_factory=list)  # failed by itself, earliest first
     exits: list[Event] = field(default_factory=list)
 
+    detections: list[Event] = field(default_factory=list)  # it named other ranks as missing
+
     @property
     def reported_wait(self) -> bool:
-        """It waited on someone: a timeout, or a peer that went away."""
-        return bool(self.timeouts or self.peer_errors)
+        """It waited on someone: a timeout, a peer that went away, or peers it found missing."""
+        return bool(self.timeouts or self.peer_errors or self.detections)
 
     @property
     def stopped_by_launcher(self) -> bool:
@@ -52,7 +54,8 @@ class RankFacts:
 
     @property
     def first_wait_time(self) -> float | None:
-        times = [e.time for e in self.timeouts + self.peer_errors if e.time is not None]
+        times = [e.time for e in self.timeouts + self.peer_errors + self.detections
+                 if e.time is not None]
         return min(times) if times else None
 
 
@@ -96,9 +99,17 @@ def rank_facts(job: Job) -> dict[int, RankFacts]:
                 f.peer_errors.append(event)
             elif event.kind is Kind.EXIT:
                 f.exits.append(event)
+            elif event.kind is Kind.CULPRIT_NAMED and not _about_another(event):
+                f.detections.append(event)
         f.self_failures = _self_failures(f, consequence_lines)
         facts[rank] = f
     return facts
+
+
+def _about_another(event: Event) -> bool:
+    """A line filed under the rank it names (a launcher's or a tool's report), not its writer's."""
+    return event.identity.learnt_from.get("rank") == "rank named in the message" and event.family in (
+        "torchrun", "slurm", "ras")
 
 
 def _names_itself(event: Event, rank: int) -> bool:
@@ -110,7 +121,7 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
     """Errors this rank made by itself, before it was left waiting on anyone."""
     wait_time = f.first_wait_time
     first_wait_line: dict[str, int] = {}
-    for e in f.timeouts + f.peer_errors:
+    for e in f.timeouts + f.peer_errors + f.detections:
         src = e.evidence.source
         first_wait_line[src] = min(first_wait_line.get(src, e.evidence.line), e.evidence.line)
     found: list[Event] = []

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triage.diagnose.facts import RankFacts, is_victim_exit
+from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit
 from triage.diagnose.phase import job_phase
 from triage.groups import ProcessGroup
 from triage.job import Job
@@ -69,6 +69,9 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
             hosts[host.split(".")[0]].append(event)
     if not named and not hosts:
         return None
+    held_up = _held_up(ctx, named)
+    for rank in held_up:
+        del named[rank]
     events = [e for es in named.values() for e in es] + [e for es in hosts.values() for e in es]
     tools = sorted({e.rule_id for e in events})
     culprits = [
@@ -77,7 +80,9 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     ]
     culprits += [Culprit(kind="host", host=h, reason=f"named by {es[0].rule_id}",
                          evidence=_evidence(es)) for h, es in sorted(hosts.items())]
-    category = next((e.category for e in events if e.category), Category.HUNG_PROCESS)
+    # What the named rank's own lines say it suffered beats the naming tool's general category.
+    own = [e for r in named if r in ctx.facts for e in ctx.facts[r].known_failures if e.category]
+    category = next((e.category for e in own + events if e.category), Category.HUNG_PROCESS)
     score = 0.9 if len(culprits) <= max(2, len(ctx.expected) // 8) else 0.6
     who = fmt_ranks(list(named)) if named else ", ".join(hosts)
     return Hypothesis(
@@ -87,8 +92,22 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
         phase=ctx.phase(list(named), events),
         culprits=culprits,
         reasoning=f"{', '.join(tools)} named {'rank' if len(named) == 1 else 'ranks'} {who} "
-                  "as the one(s) the others were waiting for.",
+                  "as the one(s) the others were waiting for." + (
+                      f" It also named rank{'s' if len(held_up) > 1 else ''} {fmt_ranks(held_up)}, "
+                      f"but {'those' if len(held_up) > 1 else 'that rank'} reported waiting on a "
+                      f"peer {'themselves' if len(held_up) > 1 else 'itself'}: held up, not the "
+                      "cause." if held_up else ""),
     )
+
+
+def _held_up(ctx: Context, named: dict[int, list[Event]]) -> list[int]:
+    """Named ranks that themselves reported waiting while another named rank stayed silent."""
+    if len(named) < 2:
+        return []
+    waiting = [r for r in named if r in ctx.facts and ctx.facts[r].reported_wait]
+    silent = [r for r in named if r in ctx.facts and not ctx.facts[r].reported_wait
+              and ctx.facts[r].state.has_log]
+    return sorted(waiting) if silent else []
 
 
 def _ranks_by_pid_or_address(ctx: Context, event: Event) -> list[int]:
@@ -134,7 +153,9 @@ def first_failure(ctx: Context) -> Hypothesis | None:
     events = [e for r in winners for e in failed[r].self_failures]
     category = _failure_category(events)
     known = all(failed[r].known_failures for r in winners)
-    if not known:
+    if all(e.kind is Kind.EXIT and not is_hard_exit(e) for e in events):
+        score = min(score, 0.55)  # a launcher's "exited with 1", and no line of its own says why
+    elif not known:
         score = min(score, 0.55)  # only lines no rule knows: evidence, but weak
     elif not _others_logged(ctx, winners):
         # Only the failing rank's own log: a fault local by nature still names it, but nothing
@@ -370,6 +391,59 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
     return None
 
 
+def late_arrival(ctx: Context) -> Hypothesis | None:
+    """Every rank reported a wait, but one began waiting long after the others had given up.
+
+    A straggler (a rank that was slow once, longer than the timeout) is not silent: it arrives at
+    the collective after its peers timed out and then fails too (a timeout of its own, or "connection
+    closed" from the peers that already left). Its wait began late: a timeout's wait began
+    `timeout` before it fired; a lost peer is noticed as soon as the rank gets there.
+    """
+    waiters = ctx.waiters()
+    if len(waiters) < 3 or len(waiters) < len(ctx.expected):
+        return None  # a rank said nothing: that is the silent-rank principle's case
+    starts: dict[int, tuple[float, Event]] = {}
+    for rank in waiters:
+        f = ctx.facts[rank]
+        for event in sorted(f.timeouts + f.peer_errors, key=lambda e: e.time or 0.0):
+            if event.time is None:
+                continue
+            start = event.time - _waited_s(event) if event.kind is Kind.TIMEOUT else event.time
+            starts[rank] = (start, event)
+            break
+    if len(starts) < 3:
+        return None
+    ordered = sorted(starts.items(), key=lambda kv: kv[1][0])
+    (last_rank, (last_start, last_event)), rest = ordered[-1], ordered[:-1]
+    others = [start for _, (start, _) in rest]
+    timeouts = [e for _, (_, e) in rest if e.kind is Kind.TIMEOUT]
+    if not timeouts:
+        return None
+    timeout_s = max(_waited_s(e) for e in timeouts)
+    spread = max(others) - min(others)
+    gap = last_start - max(others)
+    if gap < max(2.0, 0.25 * timeout_s) or spread > gap / 2:
+        return None
+    return Hypothesis(
+        name="late-arrival", score=0.7, category=Category.HUNG_PROCESS,
+        phase=ctx.phase([last_rank], [last_event]),
+        culprits=[_rank_culprit(ctx, last_rank, f"reached the collective {gap:.1f} s after the others "
+                                f"had started waiting there (their timeout: {timeout_s:g} s)",
+                                [last_event, timeouts[0]])],
+        reasoning=f"{len(rest)} ranks began waiting in the same collective within {spread:.1f} s of "
+                  f"each other and timed out after {timeout_s:g} s; rank {last_rank} got there "
+                  f"{gap:.1f} s after them, so it was the one they waited for (a straggler: slow "
+                  "data, a long checkpoint, a stall), and it failed only because they had gone.")
+
+
+def _waited_s(event: Event) -> float:
+    for key, scale in (("elapsed_ms", 1e-3), ("timeout_ms", 1e-3), ("timeout_s", 1.0)):
+        value = event.fields.get(key, "")
+        if value.isdigit():
+            return int(value) * scale
+    return 0.0
+
+
 def _groups_by_progress(ctx: Context) -> list[ProcessGroup]:
     """Groups with sequence evidence, the one whose waiting began first leading."""
     def first_wait(group: ProcessGroup) -> float:
@@ -466,5 +540,5 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
     named_by_tool, first_failure, silent_rank, collective_mismatch, fingerprint_mismatch,
-    lagging_rank, network_link,
+    lagging_rank, late_arrival, network_link,
 )

@@ -117,7 +117,7 @@ TRACEBACK = regex.compile(r"^\s?Traceback \(most recent call last\):\s*$")
 # their module path) or a bare name that reads like an exception.
 _EXCEPTION_END = regex.compile(
     r"^\s?(?P<msg>(?:(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*|[A-Z]\w*)(?::\s.*?|:)"
-    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning|StopIteration|StopAsyncIteration))\s*$")
+    r"|(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning)|Stop(?:Async)?Iteration))\s*$")
 
 _GENERIC_ANCHOR = r"^\s*"
 
@@ -187,10 +187,10 @@ def _content_mark(text: str) -> Mark | None:
     if "E" in text and (m := _ERROR_CODE.search(text)):
         return Mark("error-code", "hccl", text.strip(), _GENERIC_ANCHOR, near)
     lowered = text.lower()
-    if ("exit" in lowered or "return" in lowered) and (m := _EXIT_STATUS.search(text)):
-        if int(m["code"]) != 0:
-            family = "slurm" if "srun" in text else "torchrun" if "exitcode" in text else "python"
-            return Mark("exit-status", family, text.strip(), _GENERIC_ANCHOR, near)
+    if (("exit" in lowered or "return" in lowered) and (m := _EXIT_STATUS.search(text))
+            and int(m["code"]) != 0):
+        family = "slurm" if "srun" in text else "torchrun" if "exitcode" in text else "python"
+        return Mark("exit-status", family, text.strip(), _GENERIC_ANCHOR, near)
     return None
 
 
@@ -234,7 +234,7 @@ def pieces(message: str) -> Iterator[tuple[str | None, str]]:
             continue
         if m.start() > pos:
             yield None, message[pos:m.start()]
-        yield kind, m[0]
+        yield kind, str(m[0])
         pos = m.end()
     if pos < len(message):
         yield None, message[pos:]
@@ -244,5 +244,5 @@ def signature(message: str) -> str:
     """The message with what varies folded (`<n>`, `<ip>`, `<addr>`, `<id>`, `<time>`), so that the
     same message from different ranks, hosts and runs reads the same."""
     out = "".join(text if kind is None else _PLACEHOLDER[kind] for kind, text in pieces(message))
-    out = _SPACE.sub(" ", out).strip()
+    out = str(_SPACE.sub(" ", out)).strip()
     return out if len(out) <= MAX_SIGNATURE else out[:MAX_SIGNATURE - 1] + "…"

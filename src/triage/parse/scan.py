@@ -17,7 +17,7 @@ import heapq
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 
 import regex
@@ -47,6 +47,9 @@ NCCL_WRITER = regex.compile(
     r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ (?:\[\d+\] )?\S"
 )
 _HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+),")
+# The process-group prefix that opens a c10d message (`[PG 0 Rank 3] `, `[PG ID 0 PG GUID 0(default_pg)
+# Rank 3] `, `[Rank 3] `).
+_PG_PREFIX = regex.compile(r"^\s*\[(?:PG [^\]]*?)?\s?Rank \d+\]")
 
 
 _HEALTHY = (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
@@ -233,6 +236,7 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
     """Events found in a stream of decoded text pieces (any split; lines may straddle pieces)."""
     carry = ""
     line_no = 1  # number of the first line of the buffer
+    handled: set[int] = set()  # starts of carried lines already explained or marked
     pieces = iter(texts)
     ended = False
     while not ended:
@@ -248,8 +252,9 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
         if cut == 0:
             carry = buffer
             continue
-        stop, events = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended)
+        stop, events = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended, handled)
         yield from events
+        handled = {at - stop for at in handled if at >= stop}
         _note_last_line(buffer, stop, line_no, stats)
         line_no += buffer.count("\n", 0, stop)
         carry = buffer[stop:]
@@ -270,28 +275,37 @@ def _note_last_line(buffer: str, stop: int, first_line: int, stats: ScanStats) -
 
 
 def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut: int,
-                 first_line: int, ended: bool) -> tuple[int, list[Event]]:
+                 first_line: int, ended: bool, handled: set[int]) -> tuple[int, list[Event]]:
     """Scan buffer[:cut] (whole lines); return where scanning stopped and the events found.
 
     Scanning stops early, at the start of a line, when a rule on it needs more following lines
-    than the buffer holds: those lines are carried into the next round.
+    than the buffer holds (or a traceback's last line may lie beyond it): those lines are carried
+    into the next round. `handled` holds the starts of lines that a rule's block or a hard-wrap
+    join consumed, or that were already marked unexplained: no unexplained event comes from them.
     """
     events: list[Event] = []
     counted_to, line_no = 0, first_line
     tail = cut if ended else _tail_start(buffer, cut, max(matcher.max_block, _JOIN_LINES))
+    traceback_tail = -1  # where a traceback must begin for its last line to be in the buffer
     for start in matcher.candidate_lines(buffer, 0, cut):
         end = buffer.find("\n", start)
         if end < 0:
             end = len(buffer)
         line = buffer[start:end][:MAX_LINE]
         rules = matcher.candidates(line)
-        if not rules:
-            continue
-        if end + 1 > tail and (any(r.block for r in rules) or _needs_join(rules, line)):
+        if end + 1 > tail and _needs_following(rules, line):
             return start, events
+        if not ended and "Traceback (most recent call last)" in line:
+            if traceback_tail < 0:
+                traceback_tail = _tail_start(buffer, cut, _TRACEBACK_LINES)
+            if end + 1 > traceback_tail:
+                return start, events
         line_no += buffer.count("\n", counted_to, start)
         counted_to = start
-        events.extend(_match_line(rules, source, base, buffer, start, end, line_no))
+        found = _match_line(rules, source, base, buffer, start, end, line_no, handled) if rules else []
+        if not found and start not in handled:
+            found = _open_world(matcher, source, base, buffer, start, end, line_no, handled)
+        events.extend(found)
     return cut, events
 
 
@@ -305,25 +319,38 @@ def _tail_start(buffer: str, cut: int, lines: int) -> int:
     return pos + 1
 
 
+def _needs_following(rules: list[Rule], line: str) -> bool:
+    """Whether the lines after this one may decide what it means (block, hard wrap, record)."""
+    if rules and (any(r.block for r in rules) or _needs_join(rules, line)):
+        return True
+    return _opens_record(line)
+
+
 def _needs_join(rules: list[Rule], line: str) -> bool:
     text = peel(line[:MAX_LINE]).text
     return not any(r.search(text) for r in rules)
 
 
 def _following(buffer: str, end: int, count: int) -> list[str]:
-    lines: list[str] = []
+    return [line for _, line in _following_at(buffer, end, count)]
+
+
+def _following_at(buffer: str, end: int, count: int) -> list[tuple[int, str]]:
+    """Up to `count` lines after the line ending at `end`, each with where it starts."""
+    lines: list[tuple[int, str]] = []
     pos = end + 1
     while len(lines) < count and pos < len(buffer):
         nxt = buffer.find("\n", pos)
         if nxt < 0:
             nxt = len(buffer)
-        lines.append(buffer[pos:nxt])
+        lines.append((pos, buffer[pos:nxt]))
         pos = nxt + 1
     return lines
 
 
 def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, start: int,
-                end: int, line_no: int) -> list[Event]:
+                end: int, line_no: int, consumed: set[int]) -> list[Event]:
+    """The rules' events on one line; adds to `consumed` the following lines they used."""
     raw = buffer[start:end][:MAX_LINE]
     peeled = peel(raw)
     text = peeled.text
@@ -331,37 +358,122 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
     for rule in rules:
         match = rule.search(text)
         joined_text = text
+        joined: list[int] = []
         if match is None:
             # A hard-wrapped line: try it glued to the next ones from the same writer.
-            for extra in _following(buffer, end, _JOIN_LINES):
+            for at, extra in _following_at(buffer, end, _JOIN_LINES):
                 joined_text += peel(extra[:MAX_LINE]).text
+                joined.append(at)
                 if (match := rule.search(joined_text)) is not None:
                     break
             if match is None:
                 continue
+        consumed.update(joined)
         fields = {k: v for k, v in match.groupdict().items() if v is not None}
         if rule.block:
-            fields.update(_block_fields(rule, _following(buffer, end, rule.block.lines)))
+            fields.update(_block_fields(rule, _following_at(buffer, end, rule.block.lines), consumed))
         found.append(_event(rule, source, base, peeled.identity, raw, line_no, text, fields))
     return found
 
 
-def _block_fields(rule: Rule, lines: list[str]) -> dict[str, str]:
+def _block_fields(rule: Rule, lines: list[tuple[int, str]], consumed: set[int]) -> dict[str, str]:
     fields: dict[str, str] = {}
     patterns = rule.block.fields if rule.block else ()
-    for line in lines:
+    for at, line in lines:
         text = peel(line[:MAX_LINE]).text
         for pattern in patterns:
             if m := pattern.search(text):
+                consumed.add(at)  # part of the record: explained with it
                 for key, value in m.groupdict().items():
                     if value is not None and key not in fields:
                         fields[key] = value.strip()
     return fields
 
 
-def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw: str,
-           line_no: int, text: str, fields: dict[str, str]) -> Event:
-    identity = line_identity
+def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, start: int, end: int,
+                line_no: int, handled: set[int]) -> list[Event]:
+    """An UNEXPLAINED event for a line that its format marks as an error and no rule explained."""
+    raw = buffer[start:end][:MAX_LINE]
+    peeled = peel(raw)
+    text = peeled.text
+    if "Traceback (most recent call last)" in text and TRACEBACK.match(text):
+        return _traceback_end(matcher, source, base, buffer, end, line_no, peeled.text, peeled.identity,
+                              handled)
+    mark = classify(text)
+    if mark is None:
+        return []
+    if _record_head(mark):
+        # A multi-line record (the desync report): its text is on the continuation lines.
+        more = _continuation(matcher, source, base, buffer, end, line_no)
+        if more is None:
+            return []  # a rule knows the record
+        mark = replace(mark, message=f"{mark.message.strip()} {more}".strip())
+    handled.add(start)
+    return [_unexplained(mark, source, base, peeled.identity, raw, line_no, text)]
+
+
+def _record_head(mark: Mark) -> bool:
+    """A c10 line whose message is only its process-group prefix: the record goes on below."""
+    return mark.marker == "c10-error" and not _PG_PREFIX.sub("", mark.message).strip()
+
+
+def _opens_record(line: str) -> bool:
+    if "[E" not in line and "[F" not in line:
+        return False
+    mark = classify(peel(line).text)
+    return mark is not None and _record_head(mark)
+
+
+def _continuation(matcher: Matcher, source: str, base: Identity, buffer: str, end: int,
+                  line_no: int) -> str | None:
+    """The first continuation line of a record whose first line holds no message (indented lines
+    after it), or None when a rule explains one of them."""
+    first = ""
+    lines = _following_at(buffer, end, max(matcher.max_block, _JOIN_LINES))
+    for offset, (at, raw) in enumerate(lines, start=1):
+        text = peel(raw[:MAX_LINE]).text
+        if not text[:1].isspace():
+            break
+        rules = matcher.candidates(raw[:MAX_LINE])
+        if rules and _match_line(rules, source, base, buffer, at, at + len(raw), line_no + offset, set()):
+            return None
+        first = first or text.strip()
+    return first
+
+
+def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, end: int,
+                   line_no: int, header: str, writer: Identity, handled: set[int]) -> list[Event]:
+    """The last line of the traceback whose header ends at `end`, when no rule explains it.
+
+    It is the first line after the header, from the same writer (interleaved ranks share a
+    console), no more indented than the header, that reads as an exception (`Type: message`).
+    """
+    indent = len(header) - len(header.lstrip())
+    for offset, (at, raw) in enumerate(_following_at(buffer, end, _TRACEBACK_LINES), start=1):
+        peeled = peel(raw[:MAX_LINE])
+        who = peeled.identity
+        if (who.rank, who.local_rank) != (writer.rank, writer.local_rank):
+            continue
+        text = peeled.text
+        if not text.strip() or len(text) - len(text.lstrip()) > indent:
+            continue
+        if TRACEBACK.match(text):
+            return []  # another traceback began: it speaks for itself
+        if (mark := exception_end(text)) is None:
+            continue
+        if at in handled:
+            return []
+        nxt = at + len(raw)
+        rules = matcher.candidates(raw[:MAX_LINE])
+        if rules and _match_line(rules, source, base, buffer, at, nxt, line_no + offset, set()):
+            return []  # a rule knows it: the line's own visit reports it
+        handled.add(at)
+        return [_unexplained(mark, source, base, who, raw[:MAX_LINE], line_no + offset, text)]
+    return []
+
+
+def _writer(identity: Identity, text: str) -> Identity:
+    """Who wrote the line, from what its own envelope says (NCCL host:pid:tid, CANN pid)."""
     if (m := NCCL_WRITER.match(text)) and " NCCL " in text:
         identity.host = identity.host or m["host"]
         identity.pid = identity.pid or int(m["pid"])
@@ -370,6 +482,32 @@ def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw
     elif m := _HCCL_WRITER.match(text):
         identity.pid = identity.pid or int(m["pid"])
         identity.learnt_from.setdefault("pid", "CANN log line")
+    return identity
+
+
+def _unexplained(mark: Mark, source: str, base: Identity, line_identity: Identity, raw: str,
+                 line_no: int, text: str) -> Event:
+    identity = _writer(line_identity, text)
+    when = parse_time(text)
+    message = mark.message.strip()[:_MAX_MESSAGE]
+    return Event(
+        rule_id=UNEXPLAINED_RULE_ID,
+        kind=Kind.UNEXPLAINED,
+        phase=Phase.UNKNOWN,
+        severity="error",
+        message=message,
+        identity=identity.merged_over(base),
+        evidence=Evidence(source, line_no, clean(raw)),
+        fields={"marker": mark.marker, "signature": signature(message), "error": message},
+        time=when[0] if when else None,
+        time_has_year=when[1] if when else True,
+        family=mark.family,
+    )
+
+
+def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw: str,
+           line_no: int, text: str, fields: dict[str, str]) -> Event:
+    identity = _writer(line_identity, text)
     when = parse_time(fields["time"]) if "time" in fields else None
     when = when or parse_time(text)
     return Event(
