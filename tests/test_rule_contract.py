@@ -328,7 +328,15 @@ def test_a_folder_named_like_a_rule_is_refused(tmp_path: Path) -> None:
 
 def test_a_dangling_symlink_is_refused(tmp_path: Path) -> None:
     (tmp_path / "my-rule.yaml").symlink_to(tmp_path / "nowhere.yaml")
-    assert "cannot read rule" in _refusal(tmp_path)
+    message = _refusal(tmp_path)
+    assert "my-rule.yaml" in message and "cannot read rule" in message
+
+
+def test_a_symlink_to_a_regular_rule_file_is_followed(tmp_path: Path) -> None:
+    target = _write(tmp_path / "elsewhere", _rule())
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "my-rule.yaml").symlink_to(target)
+    assert "my-rule" in {r.id for r in load_rules([tmp_path / "rules"])}
 
 
 def test_a_huge_file_is_refused_unread(tmp_path: Path) -> None:

@@ -58,7 +58,8 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
     job = build_job(events, sources, world_size)
     verdict = diagnose(job)
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,
-                  ranks=job.ranks, sources=sources, events=job.events, version=__version__)
+                  ranks=job.ranks, sources=sources, events=job.events, version=__version__,
+                  groups=job.groups)
 
 
 def _scan_all(matcher: Matcher, names: list[str]) -> Iterator[Scanned]:

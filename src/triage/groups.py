@@ -8,45 +8,10 @@ kept per (group, rank), and the lagging-rank and mismatch reasoning happens insi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from triage.identity import group_ref
-from triage.model import Event, Kind
+from triage.model import Event, Kind, ProcessGroup
 
 DEFAULT = "pg:0"
-
-
-@dataclass
-class Member:
-    rank: int  # global rank
-    group_rank: int | None = None
-    enqueued: int | None = None  # highest "last enqueued" seen
-    completed: int | None = None  # highest "last completed" seen
-    stuck_seq: int | None = None  # lowest SeqNum it timed out at
-    stuck_op: str | None = None
-    timeouts: list[Event] = field(default_factory=list)
-
-
-@dataclass
-class ProcessGroup:
-    key: str  # `pg:<guid>` or `comm:<commId>`
-    default: bool
-    desc: str | None = None
-    size: int | None = None
-    members: dict[int, Member] = field(default_factory=dict)  # global rank -> member
-
-    @property
-    def label(self) -> str:
-        if self.default:
-            return "the default process group"
-        kind, _, ident = self.key.partition(":")
-        name = f"PG GUID {ident}" if kind == "pg" else f"communicator {ident}"
-        return f"process group {self.desc} ({name})" if self.desc else f"process group {name}"
-
-    def member(self, rank: int) -> Member:
-        if rank not in self.members:
-            self.members[rank] = Member(rank=rank)
-        return self.members[rank]
 
 
 def build_groups(events: list[Event], world_size: int | None) -> dict[str, ProcessGroup]:

@@ -13,9 +13,9 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from triage.groups import ProcessGroup, build_groups
+from triage.groups import build_groups
 from triage.identity import resolve
-from triage.model import Event, Kind, Milestone, Phase, RankState, SourceInfo
+from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
 from triage.parse.clock import YEARLESS
 
 

@@ -153,6 +153,41 @@ class RankState:
 
 
 @dataclass
+class Member:
+    """One rank's progress inside one process group."""
+
+    rank: int  # global rank
+    group_rank: int | None = None
+    enqueued: int | None = None  # highest "last enqueued" seen
+    completed: int | None = None  # highest "last completed" seen
+    stuck_seq: int | None = None  # lowest SeqNum it timed out at
+    stuck_op: str | None = None
+    timeouts: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class ProcessGroup:
+    key: str  # `pg:<guid>` or `comm:<commId>`
+    default: bool
+    desc: str | None = None
+    size: int | None = None
+    members: dict[int, Member] = field(default_factory=dict)  # global rank -> member
+
+    @property
+    def label(self) -> str:
+        if self.default:
+            return "the default process group"
+        kind, _, ident = self.key.partition(":")
+        name = f"PG GUID {ident}" if kind == "pg" else f"communicator {ident}"
+        return f"process group {self.desc} ({name})" if self.desc else f"process group {name}"
+
+    def member(self, rank: int) -> Member:
+        if rank not in self.members:
+            self.members[rank] = Member(rank=rank)
+        return self.members[rank]
+
+
+@dataclass
 class Culprit:
     kind: str  # rank | host | link
     reason: str
@@ -198,3 +233,4 @@ class Report:
     sources: list[SourceInfo]
     events: list[Event]
     version: str = ""
+    groups: dict[str, ProcessGroup] = field(default_factory=dict)  # process groups seen

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
+import os
+import stat
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -138,13 +140,19 @@ def read_rule_document(path: Path, *, strict: bool = True) -> Any:
     (an alias bomb) and deep nesting; built-in rules are read with libyaml.
     """
     try:
-        real = path.resolve(strict=True)
-        if not real.is_file():
-            raise RuleError(f"{path}: not a regular file")
-        with open(real, "rb") as handle:
+        # Opened without blocking (a FIFO would wait for a writer), then checked on the open file
+        # itself: symlinks are followed, and only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RuleError(f"{path}: not a regular file (a rule is a .yaml file, not a FIFO, "
+                            "device or folder)")
+        try:
             raw = handle.read(MAX_RULE_BYTES + 1)
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
-        raise RuleError(f"{path}: cannot read rule: {exc}") from None
+        except OSError as exc:
+            raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
     if len(raw) > MAX_RULE_BYTES:
         raise RuleError(f"{path}: a rule file must be under {MAX_RULE_BYTES >> 10} KiB")
     try:

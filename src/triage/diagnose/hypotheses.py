@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit
 from triage.diagnose.phase import job_phase
-from triage.groups import ProcessGroup
+
 from triage.job import Job
-from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase
+from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase, ProcessGroup
 from triage.ranks import fmt_ranks, parse_ranks
 
 
@@ -246,8 +246,30 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
                      "it crashed or hung before writing anything, or its log was not collected.")
     else:
         return None
+    reasoning += _where_waiting_began(ctx)
     return Hypothesis(name="silent-rank", score=score, category=category, phase=phase,
                       culprits=culprits, reasoning=reasoning)
+
+
+def _where_waiting_began(ctx: Context) -> str:
+    """Which group and collective the first rank to give up was waiting in."""
+    firsts = []
+    for group in ctx.job.groups.values():
+        for member in group.members.values():
+            for event in member.timeouts:
+                if member.stuck_seq is not None:
+                    when = event.time if event.time is not None else float("inf")
+                    firsts.append((when, group.default, member.rank, group, member))
+    if not firsts:
+        return ""
+    _, _, rank, group, member = min(firsts, key=lambda f: f[:3])
+    op = f"{member.stuck_op} " if member.stuck_op else ""
+    text = f" The waiting began in {op}SeqNum {member.stuck_seq} of {group.label}"
+    if not group.default:
+        peers = sorted(r for r, m in group.members.items() if m.stuck_seq == member.stuck_seq)
+        text += (f", where rank{'s' if len(peers) > 1 else ''} {fmt_ranks(peers)} timed out first: "
+                 "the hang is inside that group")
+    return text + "."
 
 
 # --- 4. the lagging rank, and ranks that disagree on the collective -------------------------

@@ -1,0 +1,136 @@
+"""The identity stage, process groups and milestones, on small real-shaped logs written to disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from triage.api import analyze
+from triage.groups import DEFAULT
+from triage.identity import group_ref
+from triage.model import Event, Evidence, Identity, Kind, Milestone, Phase
+
+WATCHDOG_25 = ("[rank{g}]:[E1122 10:00:{s:02d}.000000000 ProcessGroupNCCL.cpp:632] [PG ID {pid} PG GUID "
+               "{guid}({desc}) Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+               "SeqNum={seq}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for "
+               "600004 milliseconds before timing out.")
+GLOO_TIMEOUT = ("[rank{g}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                "unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete")
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def _source(report_sources: list, suffix: str):  # type: ignore[no-untyped-def]
+    (found,) = [s for s in report_sources if s.name.endswith(suffix)]
+    return found
+
+
+def test_a_folder_above_the_whole_job_gives_no_rank(tmp_path: Path) -> None:
+    # The user kept the job in `hang-rank2/`: that says nothing about who wrote each file.
+    job = _write(tmp_path / "hang-rank2", {
+        f"worker{r}.log": f"step 3 loss 0.1\n{GLOO_TIMEOUT.format(g=r)}\n" for r in (0, 1, 3)
+    } | {"worker2.log": "step 3 loss 0.1\n"})
+    report = analyze([job])
+    ranks = {s.name.rsplit("/", 1)[-1]: s.identity.rank for s in report.sources}
+    assert ranks["worker0.log"] == 0
+    assert ranks["worker3.log"] == 3
+    assert ranks["worker2.log"] is None  # no prefix, no rank word of its own
+
+
+def test_one_line_of_the_world_communicator_names_the_whole_file_and_its_pid(tmp_path: Path) -> None:
+    init = ("node1:4242:4242 [3] NCCL INFO ncclCommInitRank comm 0x55d0 rank 3 nranks 4 cudaDev 3 "
+            "nvmlDev 3 busId 61000 commId 0x2114bc51af4fb978 - Init COMPLETE")
+    warn = "node1:4242:4300 [3] transport/net_ib.cc:1700 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4731> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2 hca mlx5_0"
+    job = _write(tmp_path, {
+        "stdout-a.log": f"node1:4242:4242 [3] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n{init}\n",
+        "nccl.node1.4242": f"{warn}\n",
+    })
+    report = analyze([job])
+    assert _source(report.sources, "stdout-a.log").identity.rank == 3
+    debug_file = _source(report.sources, "nccl.node1.4242")
+    assert debug_file.identity.rank == 3
+    assert debug_file.identity.learnt_from["rank"] == "pid seen in the rank's own lines"
+    assert {e.rank for e in report.events} == {3}
+
+
+def test_disagreeing_signals_are_reported_on_the_source(tmp_path: Path) -> None:
+    job = _write(tmp_path, {
+        "rank3.log": "\n".join(f"[rank5]: step {i} loss 0.1" for i in range(5)) + "\n",
+        "rank4.log": "step 1 loss 0.1\n",
+    })
+    report = analyze([job])
+    source = _source(report.sources, "rank3.log")
+    assert source.identity.rank == 3  # the file name is kept …
+    assert source.conflicts and "5" in source.conflicts[0]  # … and the disagreement is said
+
+
+@pytest.mark.parametrize(("text", "key", "desc", "group_rank", "default"), [
+    ("[PG ID 2 PG GUID 3(tp) Rank 1] Watchdog caught …", "pg:3", "tp", 1, False),
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 5]  failure detected by watchdog …", "pg:0", "default_pg", 5, True),
+    ("[PG 0 (default_pg) Rank 1] Timeout at NCCL work: 6463, …", "pg:0", "default_pg", 1, True),
+    ("[PG 4 Rank 0] Timeout at NCCL work: 12, …", "pg:4", None, 0, False),
+    ("[PG ID 2 PG GUID 3 Rank 3] Exception (either …", "pg:3", None, 3, False),
+])
+def test_process_group_prefixes(text: str, key: str, desc: str | None, group_rank: int,
+                                default: bool) -> None:
+    event = Event(rule_id="x", kind=Kind.TIMEOUT, phase=Phase.EXECUTION, severity="error",
+                  message="", identity=Identity(), evidence=Evidence("f", 1, text))
+    ref = group_ref(event)
+    assert ref is not None
+    assert (ref.key, ref.desc, ref.group_rank, ref.default) == (key, desc, group_rank, default)
+
+
+def test_a_hang_inside_a_sub_group_is_kept_apart_from_the_default_group(tmp_path: Path) -> None:
+    # tp pairs {0,1} {2,3}; rank 1 hangs before its tp all-reduce: rank 0 times out in the tp
+    # group at tp SeqNum 41, ranks 2 and 3 in the default group at SeqNum 40.
+    files = {
+        "rank0.log": WATCHDOG_25.format(g=0, s=1, pid=1, guid=2, desc="tp", r=0, seq=41) + "\n",
+        "rank1.log": "step 39 loss 0.2\n",
+        "rank2.log": WATCHDOG_25.format(g=2, s=9, pid=0, guid=0, desc="default_pg", r=2, seq=40) + "\n",
+        "rank3.log": WATCHDOG_25.format(g=3, s=9, pid=0, guid=0, desc="default_pg", r=3, seq=40) + "\n",
+    }
+    report = analyze([_write(tmp_path, files)], world_size=4)
+    verdict = report.verdict
+    assert [c.rank for c in verdict.culprits] == [1]
+    assert verdict.phase is Phase.EXECUTION
+    assert "tp" in verdict.reasoning and "41" in verdict.reasoning
+    groups = report.groups
+    assert groups["pg:2"].desc == "tp"
+    assert groups["pg:2"].members[0].stuck_seq == 41
+    assert groups["pg:2"].members[0].group_rank == 0
+    assert {r: m.stuck_seq for r, m in groups[DEFAULT].members.items()} == {2: 40, 3: 40}
+
+
+@pytest.mark.parametrize(("with_steps", "phase"), [(True, Phase.EXECUTION), (False, Phase.OPERATOR_LOAD)])
+def test_phase_comes_from_how_far_the_ranks_got(tmp_path: Path, with_steps: bool, phase: Phase) -> None:
+    # gloo: rank 2 hangs; the others time out in a collective. With step lines the job was in
+    # its steady state; without any, no collective ever completed: the first one failed.
+    steps = "step 0 loss 0.5\nstep 1 loss 0.4\n" if with_steps else ""
+    files = {f"rank{r}.log": steps + (GLOO_TIMEOUT.format(g=r) + "\n" if r != 2 else "")
+             for r in range(4)}
+    report = analyze([_write(tmp_path, files)], world_size=4)
+    assert [c.rank for c in report.verdict.culprits] == [2]
+    assert report.verdict.phase is phase
+    expected = Milestone.STEADY if with_steps else Milestone.INIT_DONE
+    assert report.ranks[0].milestone is expected
+    assert report.ranks[2].milestone is (Milestone.STEADY if with_steps else Milestone.STARTED)
+
+
+def test_a_rank_stuck_in_communicator_init_is_in_comm_init(tmp_path: Path) -> None:
+    start = ("node{h}:{p}:{p} [0] NCCL INFO ncclCommInitRank comm 0x55d0 rank {r} nranks 2 cudaDev 0 "
+             "nvmlDev 0 busId 61000 commId 0x2114bc51af4fb978 - Init START")
+    done = start.replace("Init START", "Init COMPLETE")
+    files = {
+        "rank0.log": start.format(h=1, p=11, r=0) + "\n" + done.format(h=1, p=11, r=0) + "\n",
+        "rank1.log": start.format(h=2, p=22, r=1) + "\n",
+    }
+    report = analyze([_write(tmp_path, files)])
+    assert report.ranks[0].milestone is Milestone.INIT_DONE
+    assert report.ranks[1].milestone is Milestone.INIT_STARTED
