@@ -12,7 +12,7 @@ Everything is seeded: the same arguments always produce the same bytes.
 Usage::
 
     python bench/jobgen.py OUT_DIR --hosts 8 --gpus 8 --era 2.4 --fault silent --culprit 11 \\
-        --noise-lines 2000 [--layout torchrun|per-rank|slurm-label] [--seed 1]
+        --noise-lines 2000 [--layout torchrun|per-rank|slurm-label] [--seed 1] [--tp 2]
 
 or, as a library::
 
@@ -23,8 +23,20 @@ Eras: 2.1, 2.3, 2.4, 2.5, 2.6 (the 2.6 era renders the >=2.6 wording; its build 
 with NCCL 2.26.2, so NCCL WARN lines carry timestamps and init prints ``Init timings``).
 
 Faults: none, silent, missing, oom, sigkill, ib, mismatch, lagging, desync, store,
-first-collective, cuda-error.  ``--culprit`` is a global rank, except for ``ib`` where it names
-the bad host (``gpu-node-03`` or its 1-based number ``3``).
+first-collective, cuda-error, subgroup.  ``--culprit`` is a global rank, except for ``ib`` where it
+names the bad host (``gpu-node-03`` or its 1-based number ``3``).
+
+``subgroup``: the ranks are split into tensor-parallel groups of ``--tp`` consecutive ranks
+({0,1}, {2,3}, … for tp=2; every rank calls ``dist.new_group(ranks, group_desc="tp")`` once per
+group, so group k has PG GUID k+1 and is PG ID 1 in its members).  Each step does one ALLREDUCE in
+the rank's tp group (its own SeqNum counter) and then the data-parallel gradient all-reduce in the
+default PG.  The culprit hangs in Python right before its tp all-reduce: it logs nothing more and is
+SIGTERMed by the launcher.  Its tp peers time out in the tp group (``[PG ID 1 PG GUID 3(tp) Rank
+0]``, the tp SeqNum and counters, their group-local rank in ``[Rank g]``); every other rank
+finishes its tp all-reduce and times out a little later in the default PG at one SeqNum.  The tp
+communicators are created lazily at the first tp all-reduce (no ``device_id`` was bound, so NCCL
+gets ``ncclCommInitRankConfig``, not ``ncclCommSplit``) and print their own Init START/COMPLETE
+lines (``rank {group_rank} nranks {tp}``, one commId per group).
 """
 
 from __future__ import annotations
@@ -70,6 +82,8 @@ class Era:
     monitor_interval: float  # torchrun --monitor-interval default
     terminate_type: str
     ln: dict[str, int] = field(default_factory=dict)  # c10 source line numbers
+    # prefix of a new_group()'s log lines: id= (PG ID, per process), guid= (group name), desc=, r=
+    sub_prefix: str = ""
 
     @property
     def nccl_str(self) -> str:
@@ -89,6 +103,7 @@ ERAS: dict[str, Era] = {
         c10_stamp=False,
         excepthook=False,
         pg_prefix="[Rank {r}] ",
+        sub_prefix="[Rank {r}] ",
         glog_agent=False,
         build_root="../torch",
         monitor_interval=5.0,
@@ -119,6 +134,7 @@ ERAS: dict[str, Era] = {
         c10_stamp=False,
         excepthook=True,
         pg_prefix="[PG 0 Rank {r}] ",
+        sub_prefix="[PG {id} Rank {r}] ",
         glog_agent=False,
         build_root="../torch",
         monitor_interval=5.0,
@@ -150,6 +166,7 @@ ERAS: dict[str, Era] = {
         c10_stamp=True,
         excepthook=True,
         pg_prefix="[PG 0 (default_pg) Rank {r}] ",
+        sub_prefix="[PG {guid} ({desc}) Rank {r}] ",
         glog_agent=True,
         build_root="../torch",
         monitor_interval=0.1,
@@ -183,6 +200,7 @@ ERAS: dict[str, Era] = {
         c10_stamp=True,
         excepthook=True,
         pg_prefix="[PG ID 0 PG GUID 0(default_pg) Rank {r}] ",
+        sub_prefix="[PG ID {id} PG GUID {guid}({desc}) Rank {r}] ",
         glog_agent=True,
         build_root="../torch",
         monitor_interval=0.1,
@@ -216,6 +234,7 @@ ERAS: dict[str, Era] = {
         c10_stamp=True,
         excepthook=True,
         pg_prefix="[PG ID 0 PG GUID 0(default_pg) Rank {r}] ",
+        sub_prefix="[PG ID {id} PG GUID {guid}({desc}) Rank {r}] ",
         glog_agent=True,
         build_root="/pytorch/torch",
         monitor_interval=0.1,
@@ -252,6 +271,7 @@ FAULTS = (
     "store",
     "first-collective",
     "cuda-error",
+    "subgroup",
 )
 LAYOUTS = ("torchrun", "per-rank", "slurm-label")
 
@@ -269,6 +289,7 @@ TRUTH: dict[str, tuple[str, str]] = {
     "store": ("comm_init", "config_mismatch"),
     "first-collective": ("operator_load", "network_fault"),
     "cuda-error": ("execution", "device_error"),
+    "subgroup": ("execution", "hung_process"),
 }
 
 BUS_IDS = ("1b000", "43000", "52000", "61000", "9d000", "c3000", "d1000", "df000")
@@ -414,6 +435,10 @@ class RankPlan:
     op: str = "ALLREDUCE"
     numel_in: int = 0
     numel_out: int = 0
+    # where the stuck work lives when it is not the default PG (fault subgroup)
+    seq: int = 0  # its SeqNum (0: the job's default-PG SeqNum)
+    grank: int | None = None  # the rank within that group ([Rank g] of the work lines)
+    pg_prefix: str = ""  # that group's log prefix ("": the default PG's)
 
 
 @dataclass
@@ -436,6 +461,12 @@ class Truth:
     lines: int
     bytes: int
     end_epoch: int  # wall-clock end of the job (a natural mtime for archives of it)
+    # the process group the culprit hung in, when it is not the default PG (fault subgroup)
+    group_desc: str | None = None  # e.g. "tp"
+    group_guid: str | None = None  # PG GUID (group name) of the culprit's group
+    group_ranks: list[int] | None = None  # global ranks of the culprit's group
+    group_seq: int | None = None  # SeqNum in that group the culprit never reached
+    group_op: str | None = None  # OpType of that work
 
 
 # --------------------------------------------------------------------------------------------
@@ -454,6 +485,7 @@ class Job:
         layout: str,
         seed: int,
         timeout_min: int,
+        tp: int = 2,
     ) -> None:
         if era not in ERAS:
             raise ValueError(f"unknown era {era!r}; choose from {', '.join(ERAS)}")
@@ -463,6 +495,9 @@ class Job:
             raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
         if hosts < 1 or gpus < 1:
             raise ValueError("hosts and gpus must be >= 1")
+        if fault == "subgroup" and (tp < 2 or gpus % tp):
+            raise ValueError(f"fault subgroup needs --tp >= 2 dividing --gpus {gpus} (got {tp})")
+        self.tp = tp
         self.e = ERAS[era]
         self.hosts, self.gpus, self.W = hosts, gpus, hosts * gpus
         self.fault, self.layout, self.seed = fault, layout, seed
@@ -516,6 +551,8 @@ class Job:
         self.mismatch_op = rng.choice(("ALLGATHER", "BROADCAST"))
         self.victim: int | None = None
         self._curve_cache: list[tuple[float, str]] = []
+        self.tp_seq = 0  # fault subgroup: the tp SeqNum the culprit never reached
+        self.tp_numel = 2 * 4096 * 4096  # micro_bs x seq_len x hidden: one activation all-reduce
         self.plans: list[RankPlan] = []
         self._plan()
 
@@ -621,6 +658,8 @@ class Job:
                 p.t_exit = end + 3.0 + rng.uniform(0.0, 1.5)
         elif f in ("silent", "missing", "desync") and c is not None:
             self.plans[c].fate, self.plans[c].t_exit = "hang", None
+        elif f == "subgroup" and c is not None:
+            self._plan_subgroup(c)
         elif f in ("oom", "cuda-error") and c is not None:
             pc = self.plans[c]
             pc.fate, pc.exitcode, pc.t_exit = "exception", 1, t_fault + rng.uniform(1.5, 3.0)
@@ -647,6 +686,54 @@ class Job:
                     p.fate, p.exitcode = "store_client", 1
                     p.t_exit = t_wait + 601.2 + rng.uniform(0.01, 0.3) + 0.4
         self._apply_launcher()
+
+    # tensor-parallel sub-groups (fault subgroup)
+
+    def tp_index(self, r: int) -> int:
+        """Which tp group global rank r is in (group k = ranks k*tp … k*tp+tp-1)."""
+        return r // self.tp
+
+    def tp_ranks(self, k: int) -> list[int]:
+        return list(range(k * self.tp, (k + 1) * self.tp))
+
+    def tp_guid(self, k: int) -> str:
+        """PG GUID (group name) of tp group k: the default PG is 0, new_group() calls count up."""
+        return str(k + 1)
+
+    def tp_prefix(self, r: int) -> str:
+        """The tp group's log prefix on global rank r (PG ID 1: the rank's second PG)."""
+        k = self.tp_index(r)
+        return self.e.sub_prefix.format(id=1, guid=self.tp_guid(k), desc="tp", r=r % self.tp)
+
+    def tp_comm_id(self, k: int) -> str:
+        return f"{random.Random(self.seed * 1_000_003 + 7 * k + 5).getrandbits(64):x}"  # noqa: S311
+
+    def _plan_subgroup(self, c: int) -> None:
+        """The culprit stops before its tp all-reduce of the failing step.
+
+        Its tp peers enqueue that all-reduce and time out on it in the tp group; every other rank
+        completes its own tp all-reduce and then times out a little later on the first gradient
+        all-reduce of the default PG (the culprit and its peers never join it).  The peers abort
+        well before the launcher could stop the others, so all of them log their timeouts.
+        """
+        rng = random.Random(self.seed * 6151 + 29)  # noqa: S311 - own stream: other faults unchanged
+        tmo = self.timeout_ms / 1000.0
+        self.tp_seq = self.steps + 1  # one tp all-reduce per step, the first one at step 1
+        pc = self.plans[c]
+        pc.fate, pc.t_exit = "hang", None
+        for r in self.tp_ranks(self.tp_index(c)):
+            if r == c:
+                continue
+            p = self.plans[r]
+            gap = rng.uniform(0.12, 0.25)  # the tp all-reduce comes just before the gradient one
+            extra = rng.uniform(0.001, 0.05)
+            p.seq, p.enq, p.done = self.tp_seq, self.tp_seq, self.tp_seq - 1
+            p.grank, p.pg_prefix = r % self.tp, self.tp_prefix(r)
+            p.op, p.numel_in, p.numel_out = "ALLREDUCE", self.tp_numel, self.tp_numel
+            p.t_enq -= gap
+            p.ran_ms = self.timeout_ms + int(extra * 1000)
+            p.t_timeout = p.t_enq + tmo + extra
+            p.t_exit = p.t_timeout + rng.uniform(0.5, 1.2)
 
     def t_end(self) -> float:
         """When the last process of the job ended (or was killed)."""
@@ -763,7 +850,7 @@ class Job:
 
     def work(self, p: RankPlan) -> str:
         return (
-            f"WorkNCCL(SeqNum={self.seq}, OpType={p.op}, NumelIn={p.numel_in}, "
+            f"WorkNCCL(SeqNum={p.seq or self.seq}, OpType={p.op}, NumelIn={p.numel_in}, "
             f"NumelOut={p.numel_out}, Timeout(ms)={self.timeout_ms})"
         )
 
@@ -783,6 +870,8 @@ class Job:
         else:
             self._init_nccl(p, rng, out, err)
             self._setup(p, rng, out, err)
+            if self.fault == "subgroup":
+                self._init_tp(p, out, err)
             self._train(p, rng, out, err)
             self._tail(p, rng, out, err)
         limit = p.t_kill
@@ -1101,6 +1190,112 @@ class Job:
             (t5, f"{lg(t5)} INFO train: rank {p.rank}/{self.W} starting training from step 0")
         )
 
+    def _init_tp(self, p: RankPlan, out: list[Line], err: list[Line]) -> None:
+        """Fault subgroup: the script's tp group line and the tp communicator's NCCL init.
+
+        ProcessGroupNCCL creates a group's communicator at its first collective (step 1's tp
+        all-reduce); with no device_id bound there is no parent comm to split, so NCCL logs a
+        plain ncclCommInitRankConfig with the group-local rank, nranks tp and the group's commId.
+        """
+        rng = random.Random((self.seed << 20) ^ (p.rank * 0x5851F42D + 11))  # noqa: S311
+        e, nv, tp = self.e, self.e.nccl, self.tp
+        k, g = self.tp_index(p.rank), p.rank % tp
+        ranks = self.tp_ranks(k)
+        lg = self.clock.logging
+        t = self.t_setup + 0.45 + rng.uniform(0.0, 0.05)
+        err.append(
+            (
+                t,
+                f"{lg(t)} INFO train: rank {p.rank}/{self.W} tensor parallel: tp_size={tp} "
+                f"tp_rank={g} group [{ranks_to_str(ranks)}] (new_group desc=tp); gradients are "
+                "all-reduced over the default group",
+            )
+        )
+        ni = self.nccl_info
+        base = 0x55D000000000 + (((p.aslr * 7919) << 4) & 0xFFFFFFFF0)
+        comm = f"0x{base + 0x3A8F40 + 0x1000 * k:x}"
+        bus = BUS_IDS[p.local % 8]
+        fn = "ncclCommInitRankConfig " if nv >= (2, 21, 0) else ""
+        ids = (
+            f"comm {comm} rank {g} nranks {tp} cudaDev {p.local} nvmlDev {p.local} "
+            f"busId {bus} commId 0x{self.tp_comm_id(k)}"
+        )
+        info: list[str] = []
+        if nv < (2, 26, 0) and g == 0:  # rank 0 of every communicator prints the banner
+            info.append(f"NCCL version {e.nccl_str}+cuda{e.nccl_cuda}")
+        info.append(ni(p, "Using network IB"))
+        if nv >= (2, 18, 0):
+            info.append(ni(p, f"{fn}{ids} - Init START"))
+        if nv >= (2, 26, 0):
+            b = [rng.uniform(0.0001, 0.002) for _ in range(4)]
+            info.append(
+                ni(
+                    p,
+                    f"Bootstrap timings total {sum(b) + 0.01:.6f} (create {b[0]:.6f}, "
+                    f"send {b[1]:.6f}, recv {0.01 + b[2]:.6f}, ring {b[3]:.6f}, "
+                    "delay 0.000000)",
+                )
+            )
+        info.append(ni(p, f"Setting affinity for GPU {p.local} to {AFFINITY[p.local % 8]}"))
+        if nv >= (2, 20, 0):
+            mn = " MNNVL 0" if nv >= (2, 21, 0) else ""
+            info.append(
+                ni(
+                    p,
+                    f"comm {comm} rank {g} nRanks {tp} nNodes 1 localRanks {tp} localRank {g}{mn}",
+                )
+            )
+        down = g + 1 if g + 1 < tp else -1
+        up = g - 1 if g > 0 else -1
+        trees = " ".join(f"[{c}] {down}/-1/-1->{g}->{up}" for c in range(min(self.n_channels, 4)))
+        info.append(ni(p, f"Trees {trees}"))
+        info.append(ni(p, "P2P Chunksize set to 524288"))
+        nxt = (g + 1) % tp
+        nxt_dev = (p.local - g + nxt) % self.gpus
+        info.extend(
+            ni(p, f"Channel {c:02d}/0 : {g}[{p.local}] -> {nxt}[{nxt_dev}] via P2P/IPC")
+            for c in range(self.n_channels)
+        )
+        info.append(
+            ni(
+                p,
+                "Connected all rings, use ring PXN 0 GDR 1"
+                if nv >= (2, 24, 0)
+                else "Connected all rings",
+            )
+        )
+        info.append(ni(p, "Connected all trees"))
+        info.append(ni(p, "threadThresholds 8/8/64 | 16/8/64 | 512 | 512"))
+        nch = self.n_channels
+        info.append(
+            ni(
+                p,
+                f"{nch} coll channels, {nch} collnet channels, 0 nvls channels, "
+                f"{nch} p2p channels, {nch} p2p channels per peer",
+            )
+        )
+        done_ids = (
+            ids
+            if nv >= (2, 18, 0)
+            else f"comm {comm} rank {g} nranks {tp} cudaDev {p.local} busId {bus}"
+        )
+        info.append(ni(p, f"{fn}{done_ids} - Init COMPLETE"))
+        if nv >= (2, 22, 0):
+            parts = [rng.uniform(0.005, 0.08) for _ in range(8)]
+            info.append(
+                ni(
+                    p,
+                    f"Init timings - ncclCommInitRankConfig: rank {g} nranks {tp} total "
+                    f"{sum(parts):.2f} (kernels {parts[0]:.2f}, alloc {parts[1]:.2f}, bootstrap "
+                    f"{parts[2]:.2f}, allgathers {parts[3]:.2f}, topo {parts[4]:.2f}, graphs "
+                    f"{parts[5]:.2f}, connections {parts[6]:.2f}, rest {parts[7]:.2f})",
+                )
+            )
+        t0 = self.t_train0 + 0.2 * self.step_time + rng.uniform(0.0, 0.05)
+        dt = rng.uniform(0.3, 0.6) / len(info)
+        for i, line in enumerate(info):
+            out.append((t0 + i * dt + rng.uniform(0.0, dt * 0.5), line))
+
     def _curve(self) -> list[tuple[float, str]]:
         """Per step: (loss, '| lr … | grad_norm … | s/it | tok/s' text), shared by all ranks.
 
@@ -1251,10 +1446,12 @@ class Job:
     ) -> None:
         e = self.e
         t = p.t_timeout
-        pg = self.pg(p)
+        pg = p.pg_prefix or self.pg(p)
+        wr = p.rank if p.grank is None else p.grank  # [Rank r] is the rank within the PG
+        seq = p.seq or self.seq
         work = self.work(p)
         caught = (
-            f"[Rank {p.rank}] Watchdog caught collective operation timeout: {work} ran for "
+            f"[Rank {wr}] Watchdog caught collective operation timeout: {work} ran for "
             f"{p.ran_ms} milliseconds before timing out."
         )
         ln = e.ln
@@ -1267,7 +1464,7 @@ class Job:
                 "of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete "
                 "data."
             )
-            term = f"[Rank {p.rank}] NCCL watchdog thread terminated with exception: {caught}"
+            term = f"[Rank {wr}] NCCL watchdog thread terminated with exception: {caught}"
             lines.append(self.c10(p, tt + 1e-4, "E", F, ln["some"], some))
             lines.append(
                 self.c10(
@@ -1291,9 +1488,7 @@ class Job:
             return
         if self.fault == "desync":
             lines.append(self.c10(p, tt + 1e-4, "E", F, ln["desync"], pg + self._desync(p)))
-        status = (
-            f"{self.seq}, last enqueued NCCL work: {p.enq}, last completed NCCL work: {p.done}."
-        )
+        status = f"{seq}, last enqueued NCCL work: {p.enq}, last completed NCCL work: {p.done}."
         if e.name in ("2.4", "2.5"):
             lines.append(
                 self.c10(
@@ -1321,7 +1516,7 @@ class Job:
                     F,
                     ln["detected"],
                     f"{pg} failure detected by watchdog at work sequence id: "
-                    f"{self.seq} PG status: last enqueued work: {p.enq}, last "
+                    f"{seq} PG status: last enqueued work: {p.enq}, last "
                     f"completed work: {p.done}",
                 )
             )
@@ -1344,7 +1539,7 @@ class Job:
                 "E",
                 F,
                 ln["some"],
-                f"[Rank {p.rank}] Some NCCL operations have failed or timed out. "
+                f"[Rank {wr}] Some NCCL operations have failed or timed out. "
                 "Due to the asynchronous nature of CUDA kernels, subsequent GPU "
                 "operations might run on corrupted/incomplete data.",
             )
@@ -1356,8 +1551,7 @@ class Job:
                 "E",
                 F,
                 ln["avoid"],
-                f"[Rank {p.rank}] To avoid data inconsistency, we are taking the "
-                "entire process down.",
+                f"[Rank {wr}] To avoid data inconsistency, we are taking the entire process down.",
             )
         )
         term = f"{pg}Process group watchdog thread terminated with exception: {caught}"
@@ -2332,13 +2526,14 @@ def generate(
     seed: int = 1,
     timeout_min: int = 10,
     only_hosts: Sequence[int] | None = None,
+    tp: int = 2,
 ) -> Truth:
     """Write one job's log folder into out_dir (created; must be empty or absent).
 
     only_hosts: keep only these hosts' files (0-based indices), as if the rest were never
-    collected (per-rank and torchrun layouts).
+    collected (per-rank and torchrun layouts).  tp: tensor-parallel group size (fault subgroup).
     """
-    job = Job(hosts, gpus, era, fault, culprit, noise_lines, layout, seed, timeout_min)
+    job = Job(hosts, gpus, era, fault, culprit, noise_lines, layout, seed, timeout_min, tp)
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
@@ -2411,18 +2606,26 @@ def generate(
             f"slurm-{job.jobid}.out",
             _join(head + list(heapq.merge(body, job.slurm_tail(), key=lambda x: x[0]))),
         )
+    return _truth(job, str(root), files, n_lines, n_bytes)
+
+
+def _truth(job: Job, out_dir: str, files: list[str], n_lines: int, n_bytes: int) -> Truth:
+    fault = job.fault
     phase, category = TRUTH[fault]
+    c = job.culprit_rank
+    sub = fault == "subgroup" and c is not None
+    k = job.tp_index(c) if sub and c is not None else 0
     return Truth(
-        out_dir=str(root),
-        hosts=hosts,
-        gpus=gpus,
+        out_dir=out_dir,
+        hosts=job.hosts,
+        gpus=job.gpus,
         world_size=job.W,
-        era=era,
+        era=job.e.name,
         fault=fault,
-        layout=layout,
+        layout=job.layout,
         phase=phase,
         category=category,
-        culprit_rank=job.culprit_rank,
+        culprit_rank=c,
         culprit_host=(
             job.host_names[job.culprit_host]
             if fault == "ib" and job.culprit_host is not None
@@ -2433,7 +2636,49 @@ def generate(
         lines=n_lines,
         bytes=n_bytes,
         end_epoch=job.clock.base + math.ceil(job.t_end()) + 60,
+        group_desc="tp" if sub else None,
+        group_guid=job.tp_guid(k) if sub else None,
+        group_ranks=job.tp_ranks(k) if sub else None,
+        group_seq=job.tp_seq if sub else None,
+        group_op="ALLREDUCE" if sub else None,
     )
+
+
+def plan(
+    hosts: int = 2,
+    gpus: int = 8,
+    era: str = "2.4",
+    fault: str = "silent",
+    culprit: int | str | None = None,
+    noise_lines: int = 200,
+    layout: str = "torchrun",
+    seed: int = 1,
+    timeout_min: int = 10,
+    only_hosts: Sequence[int] | None = None,
+    tp: int = 2,
+) -> Truth:
+    """The Truth generate() would return for these arguments, without rendering or writing.
+
+    ``files`` lists the relative paths generate() would write; ``lines``/``bytes`` are 0 and
+    ``out_dir`` is "".  Cheap even for thousands of ranks (only the job's plan is computed).
+    """
+    job = Job(hosts, gpus, era, fault, culprit, noise_lines, layout, seed, timeout_min, tp)
+    keep = set(range(hosts)) if only_hosts is None else set(only_hosts)
+    skip = job.culprit_rank if fault == "missing" else None
+    files: list[str] = []
+    if layout == "torchrun":
+        for h in sorted(keep & set(range(hosts))):
+            hn = job.host_names[h]
+            files.append(f"{hn}/agent.log")
+            for lr in range(gpus):
+                if h * gpus + lr != skip:
+                    files.append(f"{hn}/attempt_0/{lr}/stdout.log")
+                    files.append(f"{hn}/attempt_0/{lr}/stderr.log")
+    elif layout == "per-rank":
+        files = [f"rank-{r:04d}.log" for r in range(job.W) if r // gpus in keep and r != skip]
+    else:
+        files = [f"slurm-{job.jobid}.out"]
+    return _truth(job, "", files, 0, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2512,6 +2757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--layout", choices=list(LAYOUTS), default="torchrun")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout-min", type=int, default=10, choices=(10, 30))
+    ap.add_argument("--tp", type=int, default=2, help="tensor-parallel group size (fault subgroup)")
     ap.add_argument("--force", action="store_true", help="empty OUT_DIR first")
     ap.add_argument(
         "--tar",
@@ -2538,6 +2784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             layout=args.layout,
             seed=args.seed,
             timeout_min=args.timeout_min,
+            tp=args.tp,
         )
     except (ValueError, FileExistsError) as exc:
         print(f"jobgen: {exc}", file=sys.stderr)
@@ -2554,6 +2801,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{out}: {truth.world_size} ranks, {len(truth.files)} files, {truth.lines:,} lines, "
         f"{truth.bytes / 1e6:.1f} MB in {dt:.1f}s; fault={truth.fault} culprit={who} "
         f"seq={truth.seq} phase={truth.phase or '-'} category={truth.category or '-'}"
+        + (
+            f" group={truth.group_desc} {truth.group_ranks} seq={truth.group_seq}"
+            if truth.group_desc
+            else ""
+        )
     )
     return 0
 

@@ -18,6 +18,7 @@ from triage.model import Event, Report, SourceInfo
 from triage.parse.scan import Matcher
 from triage.parse.source import scan_stream
 from triage.rules import load_rules
+from triage.unexplained import summarize
 
 # Below this much input, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
@@ -59,7 +60,7 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
     verdict = diagnose(job)
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,
                   ranks=job.ranks, sources=sources, events=job.events, version=__version__,
-                  groups=job.groups)
+                  groups=job.groups, unexplained=summarize(job.events))
 
 
 def _scan_all(matcher: Matcher, names: list[str]) -> Iterator[Scanned]:

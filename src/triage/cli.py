@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +21,8 @@ from rich.text import Text
 from triage import __version__, exitcodes
 from triage.api import NoInput, analyze
 from triage.report import FORMATS, render
-from triage.rules import RuleError, load_rules
+from triage.rules import FAMILIES, RuleError, load_rule, load_rules
+from triage.unexplained import DraftError, draft_rule, example_problems, render_rule
 
 app = typer.Typer(
     name="triage",
@@ -115,6 +117,41 @@ def rules_explain(
     for ref in rule.references:
         out.print(Text(f"  {ref}", style="dim"))
     out.print(Text("\nExample: ", style="bold") + Text(_example_line(rule.examples["match"][0])))
+
+
+@rules_app.command("new", help="Draft a rule from a log line that no rule knows: writes DIR/<id>.yaml, "
+                  "a valid rule to edit, and prints its path.")
+def rules_new(
+    from_line: Annotated[str, typer.Option("--from-line", help="The log line, as the log has it.",
+                                           show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the rule into (default: the current one).")] = Path(),
+    rule_id: Annotated[str | None, typer.Option(
+        "--id", help="Rule id (kebab-case; the file is <id>.yaml). Default: from the family and message.")]
+    = None,
+    family: Annotated[str | None, typer.Option(
+        "--family", help="Rule family. Default: the family of the line's format.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing rule file.")] = False,
+) -> None:
+    try:
+        draft = draft_rule(from_line, rule_id=rule_id, family=family, families=FAMILIES,
+                           taken={r.id for r in load_rules()})
+    except DraftError as exc:
+        raise UserError(str(exc)) from None
+    path = out / f"{draft.rule_id}.yaml"
+    if path.exists() and not force:
+        raise UserError(f"{path} exists; pass --force to overwrite it, or --id to name another rule")
+    text = render_rule(draft)
+    with tempfile.TemporaryDirectory() as scratch:  # the file as written must load and fire
+        trial = Path(scratch) / path.name
+        trial.write_text(text, encoding="utf-8")
+        problems = example_problems(load_rule(trial))
+    if problems:
+        raise UserError("the drafted rule does not hold: " + "; ".join(problems))
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(path)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(
+        f"edit it (regex, kind, phase, explain), then: triage analyze --rules {out} …", style="dim"))
 
 
 def _example_line(example: object) -> str:

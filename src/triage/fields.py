@@ -55,6 +55,9 @@ FIELDS: dict[str, Field] = {
     # Progress.
     "seq": Field("int", "sequence number of the collective the line is about (SeqNum, NCCL work, HCCL index)"),
     "op": Field("str", "collective operation (ALLREDUCE, BROADCAST, _ALLGATHER_BASE …)"),
+    "timeout_ms": Field("int", "how long the rank waited before giving up, in ms (its timeout): when its wait began"),
+    "elapsed_ms": Field("int", "how long the timed-out collective ran, in ms: when the rank began waiting"),
+    "timeout_s": Field("int", "how long the rank waited before giving up, in s"),
     "call": Field("str", "torch.distributed function a traceback frame is in (`all_reduce`, `broadcast`, `init_process_group` …)"),
     "fp_rank": Field("int", "rank whose collective fingerprint the line gives first (TORCH_DISTRIBUTED_DEBUG=DETAIL)"),
     "fp_seq": Field("int", "0-based collective number in a fingerprint (SequenceNumber=…)"),
@@ -83,6 +86,9 @@ FIELDS: dict[str, Field] = {
     "culprit_ip": Field("ip", "address of the process or device a tool named as the cause"),
     "culprit_device": Field("int", "device (GPU/NPU index) a tool named as the cause"),
     "culprit_host": Field("host", "host a tool named as the cause"),
+    # Lines no rule explains (Kind.UNEXPLAINED): set by the scanner, folded for the report.
+    "marker": Field("str", "what marked an unexplained line as an error (`nccl-warn`, `c10-error`, `cann-error` …); set by the scanner"),
+    "signature": Field("str", "an unexplained line's message with what varies folded into placeholders; set by the scanner"),
     # How a process ended.
     "signal": Field("signal", "signal that ended the process, or that the line says was sent"),
     "exitcode": Field("signed-int", "exit code; negative means ended by that signal number (torchrun style)"),

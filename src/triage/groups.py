@@ -9,7 +9,7 @@ kept per (group, rank), and the lagging-rank and mismatch reasoning happens insi
 from __future__ import annotations
 
 from triage.identity import group_ref
-from triage.model import Event, Kind, ProcessGroup
+from triage.model import Event, Kind, Member, ProcessGroup
 
 DEFAULT = "pg:0"
 

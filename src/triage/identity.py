@@ -28,7 +28,7 @@ import regex
 from triage.ingest.identity import identity_from_path
 from triage.model import Event, Identity, Kind, SourceInfo
 
-# `[PG ID 2 PG GUID 3(tp) Rank 1]` (2.5+), `[PG 3 (tp) Rank 1]` / `[PG 3 Rank 1]` (2.2–2.4).
+# `[PG ID 2 PG GUID 3(tp) Rank 1]` (2.5+), `[PG 3 (tp) Rank 1]` / `[PG 3 Rank 1]` (2.2-2.4).
 _PG_PREFIX = regex.compile(
     r"\[(?:PG ID (?P<pg_id>\d+) PG GUID (?P<guid>[^\s(\]]+)(?:\((?P<desc>[^)\]]*)\))?"
     r"|PG (?P<name>[^\s(\]]+)(?: \((?P<desc2>[^)\]]*)\))?) Rank (?P<pg_rank>\d+)\]"
@@ -147,27 +147,27 @@ def from_first_lines(state: _State) -> None:
 
 def from_line_prefixes(state: _State) -> None:
     """A file where one rank writes nearly every line is that rank's; else each line keeps its own."""
-    ranks: dict[str, Counter[int]] = defaultdict(Counter)
-    hosts: dict[str, Counter[str]] = defaultdict(Counter)
+    line_ranks: dict[str, Counter[int]] = defaultdict(Counter)
+    line_hosts: dict[str, Counter[str]] = defaultdict(Counter)
     locals_seen: dict[str, set[int]] = defaultdict(set)
     for event in state.events:
         key = state.writers.group_of[event.evidence.source]
         if event.identity.rank is not None:
-            ranks[key][event.identity.rank] += 1
+            line_ranks[key][event.identity.rank] += 1
         if event.identity.host:
-            hosts[key][event.identity.host] += 1
+            line_hosts[key][event.identity.host] += 1
         if "local_rank" in event.identity.learnt_from and event.identity.local_rank is not None:
             locals_seen[key].add(event.identity.local_rank)
-    for key, counts in ranks.items():
+    for key, counts in line_ranks.items():
         if len(locals_seen[key]) > 1:
             continue  # a launcher console interleaving several workers: each line keeps its own
         ident = state.writers.identities.setdefault(key, Identity())
         rank, count = counts.most_common(1)[0]
         if count >= 0.8 * sum(counts.values()):
             _set(state, key, ident, "rank", rank, "line prefixes")
-    for key, counts in hosts.items():
+    for key, host_counts in line_hosts.items():
         ident = state.writers.identities.setdefault(key, Identity())
-        _set(state, key, ident, "host", counts.most_common(1)[0][0], "line prefixes")
+        _set(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
     # Each line: its own prefix first, then its file's writer.
     for event in state.events:
         group = state.group(event)
@@ -247,15 +247,14 @@ def from_host_slots(state: _State) -> None:
         ident = event.identity
         if ident.rank is not None and ident.host and ident.local_rank is not None:
             slots[(ident.host, ident.local_rank)] = ident.rank
-        if event.kind is Kind.EXIT and {"host", "rank", "local_rank"} <= event.fields.keys():
-            if event.fields["rank"].isdigit() and event.fields["local_rank"].isdigit():
-                slot = int(event.fields["local_rank"]), int(event.fields["rank"])
-                slots[(event.fields["host"].split(".")[0], slot[0])] = slot[1]
-                # The agent's record speaks of its own machine, whatever the folder that holds
-                # its console is called (`node01/` for a machine whose hostname is `vm`).
-                group = state.group(event)
-                if group is not None and group.host:
-                    slots.setdefault((group.host, slot[0]), slot[1])
+        if _launcher_record(event):
+            local, rank = int(event.fields["local_rank"]), int(event.fields["rank"])
+            slots[(event.fields["host"].split(".")[0], local)] = rank
+            # The agent's record speaks of its own machine, whatever the folder that holds its
+            # console is called (`node01/` for a machine whose hostname is `vm`).
+            group = state.group(event)
+            if group is not None and group.host:
+                slots.setdefault((group.host, local), rank)
     for ident in state.writers.identities.values():
         if ident.rank is not None and ident.host and ident.local_rank is not None:
             slots.setdefault((ident.host, ident.local_rank), ident.rank)
@@ -286,10 +285,10 @@ def from_host_slots(state: _State) -> None:
             event.identity = ident.merged_over(group)
             continue
         # Launcher lines about a worker: `failed (exitcode: -9) local_rank: 3 (pid: 4242)`.
-        local = ident.local_rank
-        if local is None and event.fields.get("local_rank", "").isdigit():
-            local = int(event.fields["local_rank"])
-        if found := lookup(ident.host, local):
+        worker = ident.local_rank
+        if worker is None and event.fields.get("local_rank", "").isdigit():
+            worker = int(event.fields["local_rank"])
+        if found := lookup(ident.host, worker):
             ident.rank, ident.learnt_from["rank"] = found
 
 
@@ -360,6 +359,13 @@ def _pg_ref(guid: str, desc: str | None, group_rank: int | None) -> GroupRef:
     return GroupRef(key="pg:0" if default else f"pg:{guid}", default=default,
                     desc=desc if desc not in _DEFAULT_DESCS else ("default_pg" if default else None),
                     group_rank=group_rank)
+
+
+def _launcher_record(event: Event) -> bool:
+    """A launcher's record of one worker: its host, global rank and local rank."""
+    fields = event.fields
+    return (event.kind is Kind.EXIT and {"host", "rank", "local_rank"} <= fields.keys()
+            and fields["rank"].isdigit() and fields["local_rank"].isdigit())
 
 
 def _shared_folders(names: list[str]) -> int:

@@ -225,6 +225,20 @@ class Verdict:
 
 
 @dataclass
+class Unexplained:
+    """Lines that their own format marks as errors and no rule knows, folded by signature."""
+
+    signature: str  # the message with what varies folded (<n>, <ip>, <addr>, <id>, <time>)
+    marker: str  # how the format marked it: nccl-warn, c10-error, cann-error, python-exception …
+    family: str  # who writes such lines: nccl, pytorch, torchrun, hccl, python, slurm
+    count: int  # lines with this signature
+    ranks: list[int]  # ranks that logged it, where known
+    hosts: list[str]  # hosts that logged it, where known
+    first: Evidence  # the earliest line (by time where known)
+    first_time: float | None = None  # its wall-clock time (seconds since the epoch), if it had one
+
+
+@dataclass
 class Report:
     verdict: Verdict
     world_size: int | None
@@ -234,3 +248,4 @@ class Report:
     events: list[Event]
     version: str = ""
     groups: dict[str, ProcessGroup] = field(default_factory=dict)  # process groups seen
+    unexplained: list[Unexplained] = field(default_factory=list)  # errors no rule knows, by signature

@@ -145,14 +145,17 @@ def read_rule_document(path: Path, *, strict: bool = True) -> Any:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise RuleError(f"{path}: not a regular file (a rule is a .yaml file, not a FIFO, "
                             "device or folder)")
-        try:
-            raw = handle.read(MAX_RULE_BYTES + 1)
-        except OSError as exc:
-            raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
+        raw = b""
+        while len(raw) <= MAX_RULE_BYTES and (chunk := os.read(fd, MAX_RULE_BYTES + 1 - len(raw))):
+            raw += chunk
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     if len(raw) > MAX_RULE_BYTES:
         raise RuleError(f"{path}: a rule file must be under {MAX_RULE_BYTES >> 10} KiB")
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from triage.fields import signal_name
 from triage.job import Job
 from triage.model import Event, Kind, RankState
 
@@ -60,14 +61,14 @@ class RankFacts:
 
 
 def is_hard_exit(event: Event) -> bool:
-    signal = event.fields.get("signal", "").upper()
+    signal = signal_name(event.fields.get("signal", "")) or ""
     code = event.fields.get("exitcode")
     return signal in _HARD_SIGNALS or (code is not None and _int(code) in _HARD_EXITCODES)
 
 
 def is_victim_exit(event: Event) -> bool:
     code = event.fields.get("exitcode")
-    return event.fields.get("signal", "").upper() in ("SIGTERM", "15") or (
+    return signal_name(event.fields.get("signal", "")) in ("SIGTERM", "SIGINT") or (
         code is not None and _int(code) in _VICTIM_EXITCODES)
 
 

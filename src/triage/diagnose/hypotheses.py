@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit
 from triage.diagnose.phase import job_phase
-
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase, ProcessGroup
 from triage.ranks import fmt_ranks, parse_ranks
@@ -262,7 +261,7 @@ def _where_waiting_began(ctx: Context) -> str:
                     firsts.append((when, group.default, member.rank, group, member))
     if not firsts:
         return ""
-    _, _, rank, group, member = min(firsts, key=lambda f: f[:3])
+    *_, group, member = min(firsts, key=lambda f: f[:3])
     op = f"{member.stuck_op} " if member.stuck_op else ""
     text = f" The waiting began in {op}SeqNum {member.stuck_seq} of {group.label}"
     if not group.default:

@@ -74,6 +74,8 @@ _NCCL_QUIET = regex.compile(
 _C10 = regex.compile(
     r"^\s?\[(?P<sev>[FEWIV])(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)? (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*?)\s*$"
     r"|^(?P<sev>[FEWIV])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*?)\s*$")
+_PG_PREFIX_RE = r"(?:\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*)?"
+_PG_PREFIX = regex.compile(r"^\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*")
 _CANN = regex.compile(
     r"^\[(?P<level>[A-Z]+)\]\s?(?P<module>[A-Z][A-Z0-9_]*)\(\d+,[^)]*\):\s?"
     r"\d{4}-\d\d-\d\d[-\s]\d\d:\d\d:\d\d(?:\.\d+)*\s?(?:\[[^\]\s]*:\d+\])?\s?"
@@ -137,7 +139,10 @@ def classify(text: str) -> Mark | None:
         sev_at = m.start("sev")
         near = text[:sev_at] + "W" + text[sev_at + 1:]
         anchor = r"^\s?\[[EF][^\]]*\]\s?" if text.lstrip().startswith("[") else r"^[EF]\d{4} [^\]]*\]\s?"
-        return Mark("c10-error", family, m["msg"], anchor, near)
+        # The process-group prefix (`[PG ID 0 PG GUID 0(default_pg) Rank 3] `) says which group and
+        # rank: it is part of the envelope, so the same message from every group folds together.
+        message = _PG_PREFIX.sub("", m["msg"], count=1)
+        return Mark("c10-error", family, message, anchor + _PG_PREFIX_RE, near)
     if text.startswith("[") or text.startswith(" ["):
         if m := _CANN.match(text):
             if m["level"] not in ("ERROR", "CRITICAL"):

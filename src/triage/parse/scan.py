@@ -47,9 +47,6 @@ NCCL_WRITER = regex.compile(
     r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ (?:\[\d+\] )?\S"
 )
 _HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+),")
-# The process-group prefix that opens a c10d message (`[PG 0 Rank 3] `, `[PG ID 0 PG GUID 0(default_pg)
-# Rank 3] `, `[Rank 3] `).
-_PG_PREFIX = regex.compile(r"^\s*\[(?:PG [^\]]*?)?\s?Rank \d+\]")
 
 
 _HEALTHY = (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
@@ -127,8 +124,9 @@ def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[st
 def trie_regex(words: list[str], extra: tuple[str, ...] = ()) -> str:
     """One regex matching any of `words`, shaped as a trie so each branch tests one character.
 
-    `extra` regexes join the trie's top-level alternatives (each must begin with a literal
-    character: one alternative that does not would stop the engine skipping positions in C).
+    `extra` regexes (each beginning with a literal character, escaped if need be) join the branch of
+    that character: the engine still skips in C the positions whose character begins nothing, and a
+    position only tries the shapes that begin with its character.
     """
     trie: dict[str, dict] = {}  # type: ignore[type-arg]
     for word in words:
@@ -136,11 +134,21 @@ def trie_regex(words: list[str], extra: tuple[str, ...] = ()) -> str:
         for ch in word:
             node = node.setdefault(ch, {})
         node[""] = {}
+    shapes: dict[str, list[str]] = {}
+    for shape in extra:
+        first, rest = (shape[:2], shape[2:]) if shape.startswith("\\") else (shape[:1], shape[1:])
+        shapes.setdefault(first[-1], []).append(rest)
+        trie.setdefault(first[-1], {})
 
     def emit(node: dict, top: bool = False) -> str:  # type: ignore[type-arg]
-        alternatives = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
-        if top:
-            alternatives += extra
+        alternatives = []
+        for ch, sub in sorted(node.items()):
+            if not ch:
+                continue
+            body = emit(sub)
+            if top and ch in shapes and (sub == {} or "" not in sub):
+                body = "(?:" + "|".join(([body] if body else []) + shapes[ch]) + ")"
+            alternatives.append(re.escape(ch) + body)
         if not alternatives:
             return ""
         body = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
@@ -407,14 +415,14 @@ def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, star
         more = _continuation(matcher, source, base, buffer, end, line_no)
         if more is None:
             return []  # a rule knows the record
-        mark = replace(mark, message=f"{mark.message.strip()} {more}".strip())
+        mark = replace(mark, message=more)
     handled.add(start)
     return [_unexplained(mark, source, base, peeled.identity, raw, line_no, text)]
 
 
 def _record_head(mark: Mark) -> bool:
     """A c10 line whose message is only its process-group prefix: the record goes on below."""
-    return mark.marker == "c10-error" and not _PG_PREFIX.sub("", mark.message).strip()
+    return mark.marker == "c10-error" and not mark.message.strip()
 
 
 def _opens_record(line: str) -> bool:

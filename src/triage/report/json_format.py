@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from triage.model import Culprit, Evidence, Hypothesis, Report
+from triage.model import Culprit, Evidence, Hypothesis, Report, Unexplained
+from triage.unexplained import format_time, rule_command
 
 SCHEMA_VERSION = 1
 
@@ -42,6 +43,11 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "has_log": state.has_log,
                 "events": len(state.events),
                 "first_event": _first_event(state.events),
+                "milestone": state.milestone.label if state.milestone is not None else None,
+                "milestone_evidence": (_evidence(state.milestone_evidence)
+                                       if state.milestone_evidence else None),
+                "step": state.step,
+                "tore_down": state.tore_down,
             }
             for rank, state in report.ranks.items()
         ],
@@ -56,11 +62,28 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "bytes": s.bytes,
                 "events": s.events,
                 "notes": s.notes,
+                "conflicts": s.conflicts,
             }
             for s in report.sources if s.skipped is None
         ],
+        "groups": [
+            {
+                "key": g.key, "default": g.default, "desc": g.desc, "size": g.size,
+                "members": [{"rank": m.rank, "group_rank": m.group_rank, "enqueued": m.enqueued,
+                             "completed": m.completed, "stuck_seq": m.stuck_seq,
+                             "stuck_op": m.stuck_op} for _, m in sorted(g.members.items())],
+            }
+            for g in report.groups.values()
+        ],
         "errors": [{"source": s.name, "reason": s.skipped} for s in report.sources if s.skipped],
+        "unexplained": [_unexplained(u) for u in report.unexplained],
     }
+
+
+def _unexplained(u: Unexplained) -> dict[str, Any]:
+    return {"signature": u.signature, "marker": u.marker, "family": u.family, "count": u.count,
+            "ranks": u.ranks, "hosts": u.hosts, "first": _evidence(u.first),
+            "first_time": format_time(u.first_time), "new_rule": rule_command(u.first.text)}
 
 
 def _evidence(ev: Evidence) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
-from triage.model import Culprit, Report, Status
+from triage.model import Culprit, Report, Status, Unexplained
 from triage.ranks import fmt_ranks
+from triage.unexplained import rule_command
 
 _ROLE_MARK = {"culprit": "X", "failed": "E", "victim": "T", "ok": "·", "missing": "?",
               "unknown": "·"}
@@ -22,6 +23,7 @@ _ROLE_STYLE = {"culprit": "bold red", "failed": "yellow", "victim": "dim", "ok":
 _STATUS_STYLE = {Status.DIAGNOSED: "bold white on red", Status.INCONCLUSIVE: "bold black on yellow",
                  Status.NO_FAILURE: "bold black on green"}
 _MAX_EVIDENCE = 6
+_MAX_UNEXPLAINED = 8  # signatures shown; JSON has them all
 _ROW = 32  # ranks per row when hosts are unknown
 
 
@@ -69,6 +71,7 @@ def render(report: Report) -> list[Text]:
         for h in v.lost[:4]:
             who = ", ".join(_who(c) for c in h.culprits) or "no culprit"
             blocks.append(Text(f"  {h.name} ({h.score:.2f}): {who}", style="dim"))
+    blocks.extend(_unexplained(report.unexplained))
     blocks.extend(_sources(report))
     return blocks
 
@@ -143,6 +146,42 @@ def _fold(rows: list[tuple[str, list[str], list[int]]]) -> list[Text]:
         lines.append(line)
         i = j + 1
     return lines
+
+
+def _unexplained(entries: list[Unexplained]) -> list[Text]:
+    """Errors no rule knows: each signature once, with who logged it and its first line."""
+    if not entries:
+        return []
+    lines = sum(u.count for u in entries)
+    head = Text("\nUnexplained errors (no rule knows these): ", style="bold")
+    head.append(f"{len(entries)} message{'s' if len(entries) != 1 else ''}, {lines} line"
+                f"{'s' if lines != 1 else ''}", style="bold")
+    blocks = [head]
+    for u in entries[:_MAX_UNEXPLAINED]:
+        entry = Text(f"  [{u.marker}] ", style="yellow")
+        entry.append(u.signature)  # literal: no markup is interpreted
+        plural = "s" if u.count != 1 else ""
+        entry.append(f"\n    {u.count} line{plural} · {_logged_by(u)} · first {u.first.source}:{u.first.line}",
+                     style="dim")
+        entry.append("\n      ")
+        entry.append(u.first.text, style="dim")
+        blocks.append(entry)
+    if len(entries) > _MAX_UNEXPLAINED:
+        blocks.append(Text(f"  … and {len(entries) - _MAX_UNEXPLAINED} more (--format json lists them)",
+                           style="dim"))
+    hint = Text("  Teach triage one of them: ", style="dim")
+    hint.append(rule_command(entries[0].first.text))
+    hint.append(" --out DIR, then analyze with --rules DIR", style="dim")
+    blocks.append(hint)
+    return blocks
+
+
+def _logged_by(u: Unexplained) -> str:
+    who = (f"rank {u.ranks[0]}" if len(u.ranks) == 1 else f"ranks {fmt_ranks(u.ranks)}" if u.ranks
+           else "rank unknown")
+    if len(u.hosts) > 1:
+        return f"{who} on {len(u.hosts)} hosts"
+    return f"{who} on {u.hosts[0]}" if u.hosts else who
 
 
 def _sources(report: Report) -> list[Text]:
