@@ -8,6 +8,7 @@ line and the same message from other ranks.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,10 @@ LINES = {
         "[ERROR] HCCL(8,train):2026-01-01-00:00:00.000.001 [frob_manager.cc:47][9][ExecStage]"
         "Frobnication of the notify table failed, errNo[0x0000000005000099], code EI0099, deviceId[7]",
     ),
-    "python-exception": (
-        "[rank3]: triton.runtime.errors.OutOfResourcesError: out of resource: shared memory, Required: "
+    "python-exception": (  # the last line of a traceback (job_with writes the traceback above it)
+        "[rank3]: triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
         "262144, Hardware limit: 232448",
-        "triton.runtime.errors.OutOfResourcesError: out of resource: shared memory, Required: 98304, "
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, "
         "Hardware limit: 65536",
     ),
     "terminate": (
@@ -66,7 +67,10 @@ def cli(*args: str | Path) -> Any:
 def job_with(folder: Path, lines: list[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for rank, line in enumerate(lines):
-        (folder / f"rank{rank}.log").write_text(f"step 1 loss 2.3\n{line}\n", encoding="utf-8")
+        prefix = m[0] if (m := re.match(r"\[rank\d+\]: ", line)) else ""
+        traceback = (f"{prefix}Traceback (most recent call last):\n{prefix}  File \"k.py\", line 9, in f\n"
+                     if "runtime.errors" in line else "")
+        (folder / f"rank{rank}.log").write_text(f"step 1 loss 2.3\n{traceback}{line}\n", encoding="utf-8")
     return folder
 
 

@@ -39,6 +39,7 @@ _TORCHRUN_LAYOUT = regex.compile(r"attempt_\d+[/!]\d+[/!](?:stdout|stderr|error)
 _DEFAULT_DESCS = {"default_pg", "undefined", ""}
 # Families whose `rank` field names the writer (or the worker a launcher line is about).
 _RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
+_LAUNCHERS = ("torchrun", "slurm")
 
 
 @dataclass
@@ -158,8 +159,9 @@ def from_line_prefixes(state: _State) -> None:
             line_hosts[key][event.identity.host] += 1
         if "local_rank" in event.identity.learnt_from and event.identity.local_rank is not None:
             locals_seen[key].add(event.identity.local_rank)
+    interleaved = {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
     for key, counts in line_ranks.items():
-        if len(locals_seen[key]) > 1:
+        if len(locals_seen[key]) > 1 or key in interleaved:
             continue  # a launcher console interleaving several workers: each line keeps its own
         ident = state.writers.identities.setdefault(key, Identity())
         rank, count = counts.most_common(1)[0]
@@ -168,10 +170,14 @@ def from_line_prefixes(state: _State) -> None:
     for key, host_counts in line_hosts.items():
         ident = state.writers.identities.setdefault(key, Identity())
         _set(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
-    # Each line: its own prefix first, then its file's writer.
+    # Each line: its own prefix first, then its file's writer; a launcher's record of a worker
+    # (`rank : 3 (local_rank: 3)`) is about that worker, not about whoever wrote the file.
     for event in state.events:
         group = state.group(event)
         if group is not None:
+            if event.family in _LAUNCHERS and "rank" in event.fields:
+                group = Identity(host=group.host, learnt_from={"host": group.learnt_from.get(
+                    "host", "")} if group.host else {})
             event.identity = event.identity.merged_over(group)
 
 

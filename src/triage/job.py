@@ -94,6 +94,7 @@ def _about_another(event: Event) -> bool:
         "host's rank base plus local rank", "pid seen in the rank's own lines")
 
 
+_INIT_CALLS = ("init_process_group", "new_group", "_new_group_with_tag", "_store_based_barrier")
 # Which milestone an event marks when its rule names none.
 _KIND_MILESTONES = {Kind.INIT_START: Milestone.INIT_STARTED, Kind.INIT_DONE: Milestone.INIT_DONE}
 
@@ -133,6 +134,13 @@ def milestone_of(event: Event) -> Milestone | None:
         return Milestone.FIRST_COLLECTIVE  # collectives complete in order: the one before did
     if event.kind in _KIND_MILESTONES:
         return _KIND_MILESTONES[event.kind]
+    if fields.get("call") in _INIT_CALLS:
+        return Milestone.INIT_STARTED  # its traceback is inside init_process_group / new_group
+    if event.identity.learnt_from.get("rank") == "[rankN]: prefix" and event.family in (
+            "pytorch", "python", "gloo", "store", "job"):
+        # c10 prefixes its log lines, and init_process_group's excepthook each traceback line,
+        # with `[rankN]:` only once the default process group exists (torch >= 2.3).
+        return Milestone.INIT_DONE
     if event.phase in (Phase.OPERATOR_LOAD, Phase.EXECUTION) and event.kind in (
             Kind.TIMEOUT, Kind.PEER_ERROR):
         return Milestone.INIT_DONE  # it was waiting inside a collective: init was behind it

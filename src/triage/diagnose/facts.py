@@ -66,6 +66,13 @@ def is_hard_exit(event: Event) -> bool:
     return signal in _HARD_SIGNALS or (code is not None and _int(code) in _HARD_EXITCODES)
 
 
+def is_crash_exit(event: Event) -> bool:
+    """Killed, crashed, or aborted (SIGABRT: `abort()`, `std::terminate`, a failed C++ check)."""
+    code = event.fields.get("exitcode")
+    return is_hard_exit(event) or signal_name(event.fields.get("signal", "")) == "SIGABRT" or (
+        code is not None and _int(code) in (-6, 134))
+
+
 def is_victim_exit(event: Event) -> bool:
     code = event.fields.get("exitcode")
     return signal_name(event.fields.get("signal", "")) in ("SIGTERM", "SIGINT") or (
@@ -132,6 +139,9 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
             where = (event.evidence.source, event.evidence.line)
             if where in consequence_lines and not own_peer_error:
                 continue  # the exception that carries a timeout or a lost peer
+            if event.kind is Kind.UNEXPLAINED and any(
+                    (where[0], where[1] + n) in consequence_lines for n in (1, 2)):
+                continue  # the header of a record a rule knows (`terminate called …` / `what(): …`)
             if wait_time is not None and event.time is not None and event.time > wait_time + 1:
                 continue
             if event.evidence.line > first_wait_line.get(event.evidence.source, 1 << 62):

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triage.diagnose.facts import RankFacts, is_hard_exit, is_victim_exit
+from triage.diagnose.facts import RankFacts, is_crash_exit, is_victim_exit
 from triage.diagnose.phase import job_phase
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase, ProcessGroup
@@ -152,8 +152,10 @@ def first_failure(ctx: Context) -> Hypothesis | None:
     events = [e for r in winners for e in failed[r].self_failures]
     category = _failure_category(events)
     known = all(failed[r].known_failures for r in winners)
-    if all(e.kind is Kind.EXIT and not is_hard_exit(e) for e in events):
-        score = min(score, 0.55)  # a launcher's "exited with 1", and no line of its own says why
+    if all(e.kind is Kind.EXIT and not is_crash_exit(e) for e in events):
+        # A launcher's "exited with 1", and no line of its own says why: strong only when it came
+        # before every other rank's trouble.
+        score = min(score, 0.7 if before_waits else 0.55)
     elif not known:
         score = min(score, 0.55)  # only lines no rule knows: evidence, but weak
     elif not _others_logged(ctx, winners):

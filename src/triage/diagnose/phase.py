@@ -34,9 +34,16 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
     if furthest == Milestone.INIT_DONE:
         return Phase.COMM_INIT if said is Phase.COMM_INIT and culprits and _before_init(
             job, culprits) else Phase.OPERATOR_LOAD
-    if furthest is not None and furthest >= Milestone.RENDEZVOUS and said is Phase.UNKNOWN:
+    if said is Phase.UNKNOWN and furthest is not None and (
+            furthest >= Milestone.RENDEZVOUS or (culprits and _failed_by_itself(facts, culprits))):
+        # No rank is known to have finished communicator init, and a rank failed on its own (or
+        # the ranks were still joining): the job never got past comm_init.
         return Phase.COMM_INIT
     return said
+
+
+def _failed_by_itself(facts: dict[int, RankFacts], ranks: list[int]) -> bool:
+    return any(r in facts and facts[r].known_failures for r in ranks)
 
 
 def _before_init(job: Job, ranks: list[int]) -> bool:
