@@ -80,8 +80,9 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     culprits += [Culprit(kind="host", host=h, reason=f"named by {es[0].rule_id}",
                          evidence=_evidence(es)) for h, es in sorted(hosts.items())]
     # What the named rank's own lines say it suffered beats the naming tool's general category.
-    own = [e for r in named if r in ctx.facts for e in ctx.facts[r].known_failures if e.category]
-    category = next((e.category for e in own + events if e.category), Category.HUNG_PROCESS)
+    own = [e for r in named if r in ctx.facts for e in ctx.facts[r].known_failures]
+    category = (_failure_category(own) if own else
+                next((e.category for e in events if e.category), Category.HUNG_PROCESS))
     score = 0.9 if len(culprits) <= max(2, len(ctx.expected) // 8) else 0.6
     who = fmt_ranks(list(named)) if named else ", ".join(hosts)
     return Hypothesis(
@@ -163,8 +164,8 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         # shows that no other rank failed earlier.
         score = min(score, 0.65 if _local_by_nature(events) else 0.5)
     culprits = [
-        _rank_culprit(ctx, r, f"failed first: {failed[r].self_failures[0].message}",
-                      failed[r].self_failures) for r in sorted(winners)
+        _rank_culprit(ctx, r, f"failed first: {_headline(failed[r].self_failures).message}",
+                      _own_lines_first(failed[r].self_failures)) for r in sorted(winners)
     ]
     when = " before any peer timed out" if before_waits else ""
     rank_word = "rank" if len(winners) == 1 else "ranks"
@@ -175,8 +176,17 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         phase=ctx.phase(winners, events),
         culprits=culprits,
         reasoning=f"{rank_word.capitalize()} {fmt_ranks(winners)} failed by {'itself' if len(winners) == 1 else 'themselves'}"
-                  f"{when} ({events[0].message}); the other ranks' errors follow from it.",
+                  f"{when} ({_headline(events).message}); the other ranks' errors follow from it.",
     )
+
+
+def _own_lines_first(events: list[Event]) -> list[Event]:
+    """The rank's own lines before a launcher's record of its exit: they say why."""
+    return sorted(events, key=lambda e: e.kind is Kind.EXIT)
+
+
+def _headline(events: list[Event]) -> Event:
+    return _own_lines_first(events)[0]
 
 
 def _others_logged(ctx: Context, ranks: list[int]) -> bool:
