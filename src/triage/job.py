@@ -184,10 +184,14 @@ def _world_size(events: list[Event], given: int | None) -> tuple[int | None, str
 
 
 def _ip_hosts(events: list[Event]) -> dict[str, str]:
-    """Map the addresses that writers announce (NCCL `Bootstrap : Using eth0:10.1.2.3`) to hosts."""
-    mapping: dict[str, str] = {}
+    """Map the addresses that writers announce (NCCL `Bootstrap : Using eth0:10.1.2.3`) to hosts.
+
+    An address announced from two hosts (loopback, a NAT'd or reused one) names neither.
+    """
+    seen: dict[str, set[str]] = defaultdict(set)
     for event in events:
         ip = event.fields.get("ip")
         if ip and event.identity.host:
-            mapping.setdefault(ip, event.identity.host)
-    return mapping
+            seen[ip].add(event.identity.host)
+    return {ip: next(iter(hosts)) for ip, hosts in seen.items()
+            if len(hosts) == 1 and not ip.startswith("127.") and ip != "::1"}

@@ -558,7 +558,9 @@ def _peer_host(ctx: Context, event: Event) -> str | None:
         return ctx.job.ip_hosts.get(ip) or _host_by_ip_suffix(ctx, ip)
     if host := fields.get("peer_host"):
         return host.split(".")[0]
-    if (peer := fields.get("peer_rank", "")).isdigit():
+    # A rank named as the far end is network evidence only when the line is about the network
+    # (a monitored_barrier "errors while waiting for rank 0" names its coordinator, not a link).
+    if (peer := fields.get("peer_rank", "")).isdigit() and event.category is Category.NETWORK_FAULT:
         return ctx.host_of(int(peer))
     return None
 

@@ -104,7 +104,25 @@ def _rank_picture(report: Report) -> list[Text]:
     legend = Text("\nRanks ", style="bold")
     legend.append("X culprit  E failed  T timed out / lost a peer  · ok  ? no log", style="dim")
     rows = _host_rows(report) if all(s.host for s in report.ranks.values()) else _block_rows(report)
-    return [legend, *_fold(rows)]
+    return [legend, *_fold(rows), *_progress(report)]
+
+
+def _progress(report: Report) -> list[Text]:
+    """How far the ranks got: one line per milestone, furthest first."""
+    by_stop: dict[tuple[int, str], list[int]] = {}
+    for rank, state in report.ranks.items():
+        if state.milestone is None:
+            continue
+        label = state.milestone.label.replace("_", " ")
+        if state.step is not None:
+            label += f" (step {state.step})"
+        by_stop.setdefault((-state.milestone.value, label), []).append(rank)
+    if len(by_stop) < 1:
+        return []
+    line = Text("  got to: ", style="dim")
+    line.append("; ".join(f"{label} — rank{'s' if len(rs) > 1 else ''} {fmt_ranks(rs)}"
+                          for (_, label), rs in sorted(by_stop.items())), style="dim")
+    return [line]
 
 
 def _host_rows(report: Report) -> list[tuple[str, list[str], list[int]]]:
@@ -193,4 +211,7 @@ def _sources(report: Report) -> list[Text]:
     if len(skipped) > 10:
         lines.append(Text(f"  … and {len(skipped) - 10} more skipped", style="yellow"))
     lines.extend(Text(f"  {s.name}: {'; '.join(s.notes)}", style="dim") for s in noted[:5])
+    conflicted = [s for s in report.sources if s.conflicts and not s.skipped]
+    lines.extend(Text(f"  {s.name}: who wrote it is disputed: {'; '.join(s.conflicts)}",
+                      style="yellow") for s in conflicted[:5])
     return lines
