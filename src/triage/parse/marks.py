@@ -21,6 +21,7 @@ its kind) explains them away.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -43,14 +44,14 @@ MARKER_LITERALS: tuple[str, ...] = (
     "return code", "exited with code", "Exited with code",
 )
 # Marks that have no literal: c10 `[E709 17:05:38…` / `[E ProcessGroupNCCL.cpp:414]`, glog
-# `E0709 17:05:38.16 …` (and the same with F), CANN error codes `EI0002`. Each alternative begins
-# with a literal character, so the needle regex keeps skipping, in C, the positions that cannot
-# begin a needle (an alternative that begins with a class or a group would disable that).
+# `E0709 17:05:38.16 …` (and the same with F), CANN error codes `EI0002`. Each begins with a literal
+# character (escaped if need be) and joins the needle regex's branch for that character, so the
+# engine keeps skipping, in C, the positions that cannot begin a needle or a shape.
 MARKER_SHAPES: tuple[str, ...] = (
     r"E\d{3,4} \d\d:\d\d:\d\d",
-    r"E [\w.-]+:\d+\]",
+    r"\[E [\w.-]+:\d+\]",  # begins at `[`: `E ` alone is everywhere (`COMPLETE `)
     r"F\d{3,4} \d\d:\d\d:\d\d",
-    r"F [\w.-]+:\d+\]",
+    r"\[F [\w.-]+:\d+\]",
     r"E[A-Z]\d{4}",
 )
 
@@ -227,11 +228,15 @@ _VARYING = regex.compile(
     r"|(?<=(?<![A-Za-z])(?i:rank|node|host|gpu|npu|cuda|dev|device|worker|task|proc|pid|tid|thread)_?)\d+)")
 _PLACEHOLDER = {"time": "<time>", "ip": "<ip>", "addr": "<addr>", "id": "<id>", "n": "<n>"}
 _SPACE = regex.compile(r"\s+")
+_HAS_DIGIT = regex.compile(r"\d")
 MAX_SIGNATURE = 240
 
 
 def pieces(message: str) -> Iterator[tuple[str | None, str]]:
     """The message cut into (kind, text): kind None for literal text, else what varies there."""
+    if not _HAS_DIGIT.search(message):  # everything that varies holds a digit
+        yield None, message
+        return
     pos = 0
     for m in _VARYING.finditer(message):
         kind = m.lastgroup
@@ -245,6 +250,7 @@ def pieces(message: str) -> Iterator[tuple[str | None, str]]:
         yield None, message[pos:]
 
 
+@functools.lru_cache(maxsize=4096)  # the same message comes from many ranks
 def signature(message: str) -> str:
     """The message with what varies folded (`<n>`, `<ip>`, `<addr>`, `<id>`, `<time>`), so that the
     same message from different ranks, hosts and runs reads the same."""

@@ -34,7 +34,7 @@ from triage.parse.marks import (
     exception_end,
     signature,
 )
-from triage.parse.prefix import clean, peel
+from triage.parse.prefix import Peeled, clean, peel
 from triage.rules import Rule, event_phase
 
 MAX_LINE = 16 << 10  # longer lines are cut before any regex sees them
@@ -310,9 +310,10 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
                 return start, events
         line_no += buffer.count("\n", counted_to, start)
         counted_to = start
-        found = _match_line(rules, source, base, buffer, start, end, line_no, handled) if rules else []
+        peeled = peel(line)
+        found = _match_line(rules, source, base, buffer, start, end, line_no, handled, peeled) if rules else []
         if not found and start not in handled:
-            found = _open_world(matcher, source, base, buffer, start, end, line_no, handled)
+            found = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled)
         events.extend(found)
     return cut, events
 
@@ -357,10 +358,10 @@ def _following_at(buffer: str, end: int, count: int) -> list[tuple[int, str]]:
 
 
 def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, start: int,
-                end: int, line_no: int, consumed: set[int]) -> list[Event]:
+                end: int, line_no: int, consumed: set[int], peeled: Peeled | None = None) -> list[Event]:
     """The rules' events on one line; adds to `consumed` the following lines they used."""
     raw = buffer[start:end][:MAX_LINE]
-    peeled = peel(raw)
+    peeled = peeled or peel(raw)
     text = peeled.text
     found: list[Event] = []
     for rule in rules:
@@ -399,10 +400,9 @@ def _block_fields(rule: Rule, lines: list[tuple[int, str]], consumed: set[int]) 
 
 
 def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, start: int, end: int,
-                line_no: int, handled: set[int]) -> list[Event]:
+                line_no: int, handled: set[int], peeled: Peeled) -> list[Event]:
     """An UNEXPLAINED event for a line that its format marks as an error and no rule explained."""
     raw = buffer[start:end][:MAX_LINE]
-    peeled = peel(raw)
     text = peeled.text
     if "Traceback (most recent call last)" in text and TRACEBACK.match(text):
         return _traceback_end(matcher, source, base, buffer, end, line_no, peeled.text, peeled.identity,
@@ -426,7 +426,7 @@ def _record_head(mark: Mark) -> bool:
 
 
 def _opens_record(line: str) -> bool:
-    if "[E" not in line and "[F" not in line:
+    if not line.rstrip().endswith("]") or ("[E" not in line and "[F" not in line):
         return False
     mark = classify(peel(line).text)
     return mark is not None and _record_head(mark)
