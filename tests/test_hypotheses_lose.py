@@ -259,33 +259,35 @@ def test_first_failure_loses_when_its_only_evidence_is_a_line_no_rule_knows(tmp_
 LIB = "/opt/venv/lib/python3.10/site-packages/torch/lib"
 
 
-def _nccl23_start(rank: int, world: int) -> list[str]:
-    who = f"gpu-node-01:{2798460 + 3 * rank}:{2798460 + 3 * rank} [{rank}]"
+def _nccl23_start(rank: int, world: int, *, per_host: int = 8) -> list[str]:
+    host, ip, local = f"gpu-node-{rank // per_host + 1:02d}", f"10.42.0.{rank // per_host + 1}", rank % per_host
+    who = f"{host}:{2798460 + 3 * rank}:{2798460 + 3 * rank} [{local}]"
     return [
-        f"[gpu-node-01] launch env: RANK={rank} LOCAL_RANK={rank} WORLD_SIZE={world} LOCAL_WORLD_SIZE={world} "
+        f"[{host}] launch env: RANK={rank} LOCAL_RANK={local} WORLD_SIZE={world} LOCAL_WORLD_SIZE={per_host} "
         "MASTER_ADDR=10.42.0.1 MASTER_PORT=29500 NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0 NCCL_IB_HCA=mlx5 "
         f"TORCH_NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_DESYNC_DEBUG=1 SLURM_JOB_ID=249488 SLURM_PROCID={rank}",
-        f"torch 2.3.1+cu121 | cuda 12.1 | nccl 2.20.5 | python 3.10.14 | device cuda:{rank} (NVIDIA H100 80GB HBM3)",
+        f"torch 2.3.1+cu121 | cuda 12.1 | nccl 2.20.5 | python 3.10.14 | device cuda:{local} (NVIDIA H100 80GB HBM3)",
         "/opt/venv/lib/python3.10/site-packages/torch/_utils.py:831: UserWarning: TypedStorage is deprecated. "
         "It will be removed in the future and UntypedStorage will be the only storage class. This should only "
         "matter to you if you are using storages directly.  To access UntypedStorage directly, use "
         "tensor.untyped_storage() instead.",
         "  return self.fget.__get__(instance, owner)()",
-        f"[rank{rank}]:[W ProcessGroupNCCL.cpp:3689] Rank {rank} using GPU {rank} to perform barrier as devices "
+        f"[rank{rank}]:[W ProcessGroupNCCL.cpp:3689] Rank {rank} using GPU {local} to perform barrier as devices "
         "used by this process are currently unknown. This can potentially cause a hang if this rank to GPU "
         "mapping is incorrect.Specify device_ids in barrier() to force use of a particular device.",
-        f"{who} NCCL INFO Bootstrap : Using eth0:10.42.0.1<0>",
+        f"{who} NCCL INFO Bootstrap : Using eth0:{ip}<0>",
         f"{who} NCCL INFO cudaDriverVersion 12040",
         f"{who} NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; "
-        "OOB eth0:10.42.0.1<0>",
+        f"OOB eth0:{ip}<0>",
         f"{who} NCCL INFO Using network IB",
-        f"{who} NCCL INFO comm 0x55d346594600 rank {rank} nranks {world} cudaDev {rank} nvmlDev {rank} "
+        f"{who} NCCL INFO comm 0x55d346594600 rank {rank} nranks {world} cudaDev {local} nvmlDev {local} "
         "busId 1b000 commId 0xacc61bf7eef731eb - Init START",
-        f"{who} NCCL INFO comm 0x55d346594600 rank {rank} nRanks {world} nNodes 1 localRanks {world} localRank {rank}",
-        f"{who} NCCL INFO Channel 00/0 : {rank}[{rank}] -> {(rank + 1) % world}[{(rank + 1) % world}] via P2P/IPC",
+        f"{who} NCCL INFO comm 0x55d346594600 rank {rank} nRanks {world} nNodes {(world + per_host - 1) // per_host} "
+        f"localRanks {per_host} localRank {local}",
+        f"{who} NCCL INFO Channel 00/0 : {rank}[{local}] -> {(rank + 1) % world}[{(local + 1) % per_host}] via P2P/IPC",
         f"{who} NCCL INFO Connected all rings",
         f"{who} NCCL INFO Connected all trees",
-        f"{who} NCCL INFO comm 0x55d346594600 rank {rank} nranks {world} cudaDev {rank} nvmlDev {rank} "
+        f"{who} NCCL INFO comm 0x55d346594600 rank {rank} nranks {world} cudaDev {local} nvmlDev {local} "
         "busId 1b000 commId 0xacc61bf7eef731eb - Init COMPLETE",
         f"2024-06-11 17:19:39,304 INFO train: rank {rank}/{world} building model decoder-6.7b (6.74B params, bf16)",
         f"2024-06-11 17:19:42,396 INFO train: rank {rank}/{world} DDP(bucket_cap_mb=25, find_unused_parameters=False) -> 27 buckets",
@@ -414,6 +416,9 @@ RELEASE = {
             "mmdd": "820", "pg": "PG 0 (default_pg)", "lines": (607, 1664, 1709, 621, 627, 1515, 609)},
     "2.5": {"torch": "torch 2.5.1+cu124 | cuda 12.4 | nccl 2.21.5 | python 3.11.10", "day": "2024-11-19",
             "mmdd": "1119", "pg": "PG ID 0 PG GUID 0(default_pg)", "lines": (616, 1785, 1834, 630, 636, 1601, 618)},
+    # torch >= 2.6 wording (nccl26-subgroup-hang-rank5); NCCL 2.26 stamps its WARN lines.
+    "2.7": {"torch": "torch 2.7.1+cu126 | cuda 12.6 | nccl 2.26.2 | python 3.12.11", "day": "2025-07-08",
+            "mmdd": "708", "pg": "PG ID 0 PG GUID 0(default_pg)", "lines": (632, 2168, 2199, 655, 661, 1895, 635)},
 }
 
 
@@ -436,11 +441,11 @@ def _host(rank: int) -> tuple[str, str, int]:
     return f"gpu-node-{rank // 4 + 1:02d}", f"10.42.0.{rank // 4 + 1}", rank % 4
 
 
-def _nccl_start(release: str, rank: int, world: int, *, pid: int) -> list[str]:
+def _nccl_start(release: str, rank: int, world: int, *, pid: int, training: bool = True) -> list[str]:
     host, ip, local = _host(rank)
     who = f"{host}:{pid}:{pid} [{local}]"
     nodes = (world + 3) // 4
-    return [
+    lines = [
         f"[{host}] launch env: RANK={rank} LOCAL_RANK={local} WORLD_SIZE={world} LOCAL_WORLD_SIZE=4 "
         "MASTER_ADDR=gpu-node-01 MASTER_PORT=34294 NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0 NCCL_IB_HCA=mlx5 "
         "NCCL_ASYNC_ERROR_HANDLING=1",
@@ -462,8 +467,10 @@ def _nccl_start(release: str, rank: int, world: int, *, pid: int) -> list[str]:
         "`torch.cpu.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cpu', args...)` instead.",
         "  with device_autocast_ctx, torch.cpu.amp.autocast(**cpu_autocast_kwargs), recompute_context:  # type: ignore[attr-defined]",
         f"{_nccl_py(release, 397.59)} INFO train: rank {rank}/{world} building model decoder-6.7b (6.74B params, bf16)",
-        f"{_nccl_py(release, 408.45)} INFO train: rank {rank}/{world} starting training from step 0",
     ]
+    if training:
+        lines.append(f"{_nccl_py(release, 408.45)} INFO train: rank {rank}/{world} starting training from step 0")
+    return lines
 
 
 def _nccl_steps(release: str, rank: int, world: int, last: int, *, end: float) -> list[str]:
@@ -474,13 +481,13 @@ def _nccl_steps(release: str, rank: int, world: int, last: int, *, end: float) -
 
 
 def _nccl_timeout(release: str, rank: int, *, at: float, seq: int, enqueued: int, op: str = "ALLREDUCE",
-                  numel: int = 2795933) -> list[str]:
+                  numel: int = 2795933, ran_ms: int | None = None) -> list[str]:
     """The watchdog's record of a collective timeout, and the process's end (SIGABRT)."""
     info = RELEASE[release]
     caught_at, detected_at, timeout_at, some_at, avoid_at, terminated_at, raised_at = info["lines"]
     e = f"[rank{rank}]:[E{_nccl_c10(release, at, 429470423)}"
     work = (f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) "
-            f"ran for {600008 + 3 * rank} milliseconds before timing out.")
+            f"ran for {ran_ms or 600008 + 3 * rank} milliseconds before timing out.")
     caught = f"[Rank {rank}] Watchdog caught collective operation timeout: {work}"
     terminated = f"[{info['pg']} Rank {rank}] Process group watchdog thread terminated with exception: {caught}"
     status = f"{seq}, last enqueued NCCL work: {enqueued}, last completed NCCL work: {seq - 1}."
@@ -495,11 +502,23 @@ def _nccl_timeout(release: str, rank: int, *, at: float, seq: int, enqueued: int
         "frame #4: clone + 0x392 (0x7f896bb98bed in /lib/x86_64-linux-gnu/libc.so.6)",
         "",
     ]
+    if release == "2.7":
+        detected = [
+            f"{e} ProcessGroupNCCL.cpp:{detected_at}] [{info['pg']} Rank {rank}]  failure detected by watchdog at "
+            f"work sequence id: {seq} PG status: last enqueued work: {enqueued}, last completed work: {seq - 1}",
+            f"{e} ProcessGroupNCCL.cpp:{timeout_at}] Stack trace of the failed collective not found, potentially "
+            "because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a "
+            "non-zero value.",
+        ]
+    else:
+        detected = [
+            f"{e} ProcessGroupNCCL.cpp:{detected_at}] [{info['pg']} Rank {rank}] Exception (either an error or "
+            f"timeout) detected by watchdog at work: {status}",
+            f"{e} ProcessGroupNCCL.cpp:{timeout_at}] [{info['pg']} Rank {rank}] Timeout at NCCL work: {status}",
+        ]
     return [
         f"{e} ProcessGroupNCCL.cpp:{caught_at}] {caught}",
-        f"{e} ProcessGroupNCCL.cpp:{detected_at}] [{info['pg']} Rank {rank}] Exception (either an error or "
-        f"timeout) detected by watchdog at work: {status}",
-        f"{e} ProcessGroupNCCL.cpp:{timeout_at}] [{info['pg']} Rank {rank}] Timeout at NCCL work: {status}",
+        *detected,
         f"{e} ProcessGroupNCCL.cpp:{some_at}] [Rank {rank}] Some NCCL operations have failed or timed out. Due to "
         "the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
         f"{e} ProcessGroupNCCL.cpp:{avoid_at}] [Rank {rank}] To avoid data inconsistency, we are taking the "
@@ -585,3 +604,71 @@ def test_lagging_rank_loses_to_an_out_of_memory_rank(tmp_path: Path) -> None:
     verdict = _verdict(tmp_path, files)
     _loses(verdict, winner="first-failure", culprits={("rank", 6)}, loser="lagging-rank",
            loser_culprits={("rank", 2)})
+
+
+# --- 6. late-arrival --------------------------------------------------------------------------------
+
+
+def test_late_arrival_loses_to_a_rank_whose_nccl_proxy_failed(tmp_path: Path) -> None:
+    """torch 2.7 / NCCL 2.26. Everyone's first collective (DDP's broadcast, SeqNum 1) timed out
+    after 10 min. Rank 6's NCCL proxy had failed to set up its connection as it got there — the
+    collective could never complete — and rank 6 waited too. Rank 1 got there 200 s after the
+    others (its data index loaded slowly): late, but well within the 10 min timeout, so the others
+    would have waited for it. Rank 6 is the culprit."""
+    release, world = "2.7", 8
+    files: dict[str, list[str]] = {}
+    for rank in range(world):
+        host, _, local = _host(rank)
+        pid = 1283575 + 3 * rank
+        lines = _nccl_start(release, rank, world, pid=pid, training=False)
+        arrived = 610.2 if rank == 1 else 410.0 + rank / 10
+        lines.append(f"{_nccl_py(release, arrived - 0.4)} INFO train.data: rank {rank}/{world} data index ready "
+                     f"(512 shards, 1.21e+11 tokens)")
+        if rank == 6:
+            lines.append(f"[{RELEASE[release]['day']} {_hms(arrived + 0.5)}] {host}:{pid}:{pid + 175} [{local}] "
+                         f"proxy.cc:1540 NCCL WARN [Proxy Service {rank}] Failed to execute operation Connect from "
+                         f"rank {rank}, retcode 2")
+        lines += _nccl_timeout(release, rank, at=arrived + 600.03, seq=1, enqueued=1, op="BROADCAST",
+                               numel=18874368, ran_ms=600030)
+        files[f"{host}/rank{rank}.log"] = lines
+    verdict = _verdict(tmp_path, files)
+    _loses(verdict, winner="first-failure", culprits={("rank", 6)}, loser="late-arrival",
+           loser_culprits={("rank", 1)})
+
+
+# --- 7. network-host --------------------------------------------------------------------------------
+
+
+def test_network_host_loses_to_the_desync_report(tmp_path: Path) -> None:
+    """Two hosts, torch 2.3 with TORCH_NCCL_DESYNC_DEBUG=1. Rank 1 (gpu-node-01) stopped in Python
+    after collective #1708; everyone else timed out in #1709 and their desync reports name rank 1.
+    gpu-node-01's other ranks also logged IB completion errors (status=12) from peers at
+    10.42.0.2: gpu-node-02's ranks had aborted their communicators under the others' in-flight
+    transfers. The network names gpu-node-02; the desync report names rank 1, the culprit."""
+    world = 8
+    report = [
+        "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+        "\t     [1] finished collective #1708, but didn't join collective #1709 (count from 1)",
+        "\t - Snapshot of ranks' latest states:",
+        "\t   #1708 finished ranks:",
+        "\t     [1] finished ALLREDUCE",
+        "\t   #1709 started ranks:",
+        "\t     [0, 2, 3, 4, 5, 6, 7] started ALLREDUCE",
+    ]
+    files: dict[str, list[str]] = {}
+    for rank in range(world):
+        host = f"gpu-node-{rank // 4 + 1:02d}"
+        lines = _nccl23_start(rank, world, per_host=4) + _nccl23_steps(rank, world, 61)
+        if rank in (0, 2, 3):
+            pid = 2798460 + 3 * rank
+            lines += [f"{host}:{pid}:{pid + 173} [{rank}] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+                      f"from peer 10.42.0.2<{port}> with status=12 opcode={opcode} len=0 vendor err {err} ({way})"
+                      for port, opcode, err, way in ((59589 - 17 * rank, 128, 244, "Recv"),
+                                                     (41651 + 29 * rank, 0, 129, "Send"))]
+        if rank != 1:
+            lines += _nccl23_timeout(rank, 1709, 1739, report=report, numel=3822804, ran_ms=600014 + rank)
+        files[f"{host}/rank{rank}.log"] = lines
+    verdict = _verdict(tmp_path, files)
+    _loses(verdict, winner="named-by-tool", culprits={("rank", 1)}, loser="network-host",
+           loser_culprits={("host", "gpu-node-02")})
+    assert "gpu-node-02" not in _hosts(verdict["culprits"])

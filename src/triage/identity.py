@@ -269,7 +269,14 @@ def from_host_slots(state: _State) -> None:
     for (host, local), rank in slots.items():
         bases[host][rank - local] += 1
 
+    # With one host known in the whole job (one host's console, pasted), a line that names no
+    # host is from that host.
+    known_hosts = {host for host, _ in slots} | {
+        i.host for i in state.writers.identities.values() if i.host}
+    only_host = next(iter(known_hosts)) if len(known_hosts) == 1 else None
+
     def lookup(host: str | None, local: int | None) -> tuple[int, str] | None:
+        host = host or only_host
         if host is None or local is None:
             return None
         if (host, local) in slots:

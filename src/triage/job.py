@@ -17,6 +17,7 @@ from triage.groups import build_groups
 from triage.identity import resolve
 from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
 from triage.parse.clock import YEARLESS
+from triage.ranks import parse_ranks
 
 
 @dataclass
@@ -71,6 +72,10 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         st.host = st.host or event.identity.host
         if st.local_rank is None:
             st.local_rank = event.identity.local_rank
+    for event in ordered:  # a rank another tool names exists, even without a log of its own
+        for rank in parse_ranks(event.fields.get("culprit_ranks", "")):
+            if size is None or rank < size:
+                state(rank)
     if size is None and ranks:
         size, size_from = max(ranks) + 1, "highest rank seen"
         for rank in range(size):

@@ -84,6 +84,11 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     category = (_failure_category(own) if own else
                 next((e.category for e in events if e.category), Category.HUNG_PROCESS))
     score = 0.9 if len(culprits) <= max(2, len(ctx.expected) // 8) else 0.6
+    unlogged = [r for r in named if r not in ctx.facts or not ctx.facts[r].state.has_log]
+    if len(named) > 1 and len(unlogged) == len(named):
+        # Several ranks named and none of their logs here: one may only have been held up by
+        # another (a hang inside their sub-group); their logs would tell which.
+        score = 0.45
     who = fmt_ranks(list(named)) if named else ", ".join(hosts)
     return Hypothesis(
         name="named-by-tool",

@@ -33,7 +33,9 @@ UNEXPLAINED_RULE_ID = "unclassified-error"
 # prefilter needles, so such lines are looked at even when no rule's literal is on them.
 MARKER_LITERALS: tuple[str, ...] = (
     "NCCL WARN",
-    "[ERROR]", "[CRITICAL]", "ERROR", "CRITICAL",
+    # A logging level stands as a word (`ERROR:root:`, ` ERROR `, `[ERROR]`, `| ERROR |`), never
+    # inside one (`TORCH_NCCL_ASYNC_ERROR_HANDLING=1` in every launch banner).
+    "[ERROR]", "[CRITICAL]", "ERROR ", "ERROR:", " ERROR", "CRITICAL",
     "srun: error", "slurmstepd: error",
     "Traceback (most recent call last)", "Error: ", "Exception: ",
     "terminate called",

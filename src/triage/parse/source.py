@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
+from triage.parse import paste
 from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
 
 _SNIFF = 8192
@@ -51,8 +52,13 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
         if looks_binary(first):
             info.skipped = "binary data, not a text log"
             return info, []
-        sniff_writer(first[:_SNIFF_IDENTITY].decode("utf-8", "replace"), info)
-        texts = decode_chunks(itertools.chain([first], chunks), stats)
+        head = first[:_SNIFF_IDENTITY].decode("utf-8", "replace")
+        texts: Iterator[str] = decode_chunks(itertools.chain([first], chunks), stats)
+        if (pasted := paste.detect(head)) is not None:
+            texts = paste.unwrap(texts, pasted)
+            head = "".join(paste.unwrap([head], pasted))
+            info.notes.append(pasted.describe())
+        sniff_writer(head, info)
         events = list(scan_text(matcher, stream.name, identity, texts, stats))
     except READ_ERRORS as exc:
         # A truncated gzip or a read error part-way: keep what was read, say what happened.
