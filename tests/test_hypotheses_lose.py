@@ -115,25 +115,29 @@ def _gloo_steps(rank: int, last: int, *, first: int = 0) -> list[str]:
 
 
 def _traceback(rank: int, last: str, *, call: str = "all_reduce") -> list[str]:
-    """A failing collective's traceback: the gradient all_reduce, or a broadcast from rank 0."""
+    """A failing collective's traceback: the gradient all_reduce, a broadcast from rank 0, the
+    expert group's all_reduce, or the step's monitored_barrier."""
     p = f"[rank{rank}]:"
-    if call == "broadcast":
-        user = [f'{p}   File "/workspace/real_job.py", line 188, in main', f"{p}     dist.broadcast(p.data, src=0)"]
-        line = 3151
-    else:
-        user = [f'{p}   File "/workspace/real_job.py", line 191, in main', f"{p}     reduce_grads(model, step)",
-                f'{p}   File "/workspace/real_job.py", line 133, in reduce_grads', f"{p}     dist.all_reduce(p.grad)"]
-        line = 3252
+    user, line, code = {
+        "all_reduce": ([(191, "main", "reduce_grads(model, step)"), (133, "reduce_grads", "dist.all_reduce(p.grad)")],
+                       3252, "work.wait()"),
+        "broadcast": ([(188, "main", "dist.broadcast(p.data, src=0)")], 3151, "work.wait()"),
+        "expert": ([(197, "main", "dist.all_reduce(expert_loss, group=expert_group)")], 3252, "work.wait()"),
+        "monitored_barrier": ([(203, "main", "dist.monitored_barrier(timeout=STEP_TIMEOUT, wait_all_ranks=True)")],
+                              5435, "return group_to_use.monitored_barrier(  # type:ignore[attr-defined]"),
+    }[call]
+    frames = [f'{p}   File "/workspace/real_job.py", line {n}, in {where}\n{p}     {text}' for n, where, text in user]
+    name = "all_reduce" if call == "expert" else call
     return [
         f"{p} Traceback (most recent call last):",
         f'{p}   File "/workspace/real_job.py", line 212, in <module>',
         f"{p}     main()",
-        *user,
+        *"\n".join(frames).split("\n"),
         f'{p}   File "{SITE}/torch/distributed/c10d_logger.py", line 83, in wrapper',
         f"{p}     return func(*args, **kwargs)",
         f"{p}            ^^^^^^^^^^^^^^^^^^^^^",
-        f'{p}   File "{SITE}/torch/distributed/distributed_c10d.py", line {line}, in {call}',
-        f"{p}     work.wait()",
+        f'{p}   File "{SITE}/torch/distributed/distributed_c10d.py", line {line}, in {name}',
+        f"{p}     {code}",
         f"{p} {last}",
     ]
 
@@ -193,40 +197,41 @@ def _step_failed(second: float, step: int, error: str) -> str:
 
 
 def test_named_by_tool_loses_when_it_names_many_waiting_ranks_and_another_failed_first(tmp_path: Path) -> None:
-    """TORCH_DISTRIBUTED_DEBUG=DETAIL: rank 0's monitored barrier names ranks 4, 5, 6, but each of
-    them logged its own recv timeout (they were waiting, not missing), and rank 2 had run out of
-    memory 6 s before anyone's wait: rank 2 is the culprit."""
+    """Rank 2 ran out of memory at step 4, caught it and skipped the batch — and with it the
+    all_reduce of its expert group {2, 4, 5, 6}, where ranks 4, 5, 6 then waited and timed out.
+    The monitored_barrier that ends each step (wait_all_ranks=True) reached rank 0 without them:
+    it names ranks 4, 5, 6, each of which reported waiting on a peer. Rank 2 is the culprit."""
     world = 8
     files: dict[str, list[str]] = {}
+    barrier = "[Rank 0]: Ranks 4, 5, 6 failed to pass monitoredBarrier in 5000 ms"
     for rank in range(world):
         lines = _gloo_start(rank, world) + _gloo_steps(rank, 3)
+        if rank in (4, 5, 6):
+            error = f"RuntimeError: {GLOO_RECV_TIMEOUT if rank % 2 else GLOO_SEND_TIMEOUT}"
+            lines += [_step_failed(16.3 + rank / 100, 4, error), *_traceback(rank, error, call="expert")]
+            files[f"rank{rank}.log"] = lines
+            continue
         if rank == 2:
             oom = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has a total "
                    "capacity of 79.10 GiB of which 2.08 GiB is free. Including non-PyTorch memory, this "
                    "process has 77.02 GiB memory in use.")
-            lines += [_step_failed(11.2, 4, oom)]
-        elif rank == 0:
-            lines += _gloo_steps(rank, 4, first=4)
+            lines.append(_step_failed(11.2, 4, oom).replace("writing emergency checkpoint", "skipping the batch"))
+        lines += _gloo_steps(rank, 4, first=4)
+        if rank == 0:
             lines += [f"[rank0]:[E{_c10_time(18.4, 443812940 + 40089 * k)} ProcessGroupGloo.cpp:2901] "
                       f"[Rank 0]: Rank {k} failed to pass monitoredBarrier in 5000 ms" for k in (4, 5, 6)]
-            lines += [f"[rank0]:[E{_c10_time(18.4, 443962583)} ProcessGroupGloo.cpp:67] [Rank 0]: "
-                      "Ranks 4, 5, 6 failed to pass monitoredBarrier in 5000 ms"]
-            lines += _traceback(0, "RuntimeError: [Rank 0]: Ranks 4, 5, 6 failed to pass monitoredBarrier in 5000 ms")
-        elif rank in (4, 5, 6):
-            lines += [_step_failed(17.0 + rank / 100, 4, f"RuntimeError: {GLOO_RECV_TIMEOUT}")]
-            lines += _traceback(rank, f"RuntimeError: {GLOO_RECV_TIMEOUT}")
+            lines += [f"[rank0]:[E{_c10_time(18.4, 443962583)} ProcessGroupGloo.cpp:67] {barrier}"]
+            lines += _traceback(0, f"RuntimeError: {barrier}", call="monitored_barrier")
         else:
             reached = (f"Rank {rank} successfully reached monitoredBarrier, but received errors while "
                        "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.")
-            lines += _gloo_steps(rank, 4, first=4)
-            lines += [f"[rank{rank}]:[E{_c10_time(18.4, 496175161)} ProcessGroupGloo.cpp:67] {reached}"]
-            lines += _traceback(rank, f"RuntimeError: {reached}")
+            lines += [f"[rank{rank}]:[E{_c10_time(18.4, 496175161 + rank)} ProcessGroupGloo.cpp:67] {reached}"]
+            lines += _traceback(rank, f"RuntimeError: {reached}", call="monitored_barrier")
         files[f"rank{rank}.log"] = lines
     verdict = _verdict(tmp_path, files)
     lost = _loses(verdict, winner="first-failure", culprits={("rank", 2)}, loser="named-by-tool",
                   loser_culprits={("rank", 4), ("rank", 5), ("rank", 6)})
-    assert lost["score"] == pytest.approx(0.6)  # it named more ranks than a tool's culprit usually is
-    assert verdict["confidence"] >= 0.85
+    assert lost["score"] == pytest.approx(0.6)  # more ranks than a tool's culprits usually are
 
 
 # --- 2. first-failure ---------------------------------------------------------------------------
@@ -321,15 +326,15 @@ def _nccl23_frames(func: str, line: int) -> list[str]:
 
 
 def _nccl23_timeout(rank: int, seq: int, enqueued: int, *, report: list[str] | None = None,
-                    numel: int = 4229381, ran_ms: int = 600041) -> list[str]:
-    work = (f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, "
+                    numel: int = 4229381, ran_ms: int = 600041, op: str = "ALLREDUCE") -> list[str]:
+    work = (f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, "
             f"Timeout(ms)=600000) ran for {ran_ms} milliseconds before timing out.")
     caught = f"[Rank {rank}] Watchdog caught collective operation timeout: {work}"
     terminated = f"[PG 0 Rank {rank}] Process group watchdog thread terminated with exception: {caught}"
     lines = [f"[rank{rank}]:[E ProcessGroupNCCL.cpp:565] {caught}"]
     if report is not None:
         lines += [f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {rank}] ",
-                  f"\t - [{rank}] Timeout at collective: ALLREDUCE, #{seq}", *report]
+                  f"\t - [{rank}] Timeout at collective: {op}, #{seq}", *report]
     lines += [
         f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank {rank}] Timeout at NCCL work: {seq}, last "
         f"enqueued NCCL work: {enqueued}, last completed NCCL work: {seq - 1}.",
@@ -436,17 +441,18 @@ def _nccl_c10(release: str, second: float, ns: int) -> str:
     return f"{RELEASE[release]['mmdd']} {_hms(second)}.{ns:09d}"
 
 
-def _host(rank: int) -> tuple[str, str, int]:
-    """(host, its address, local rank): four GPUs per host."""
-    return f"gpu-node-{rank // 4 + 1:02d}", f"10.42.0.{rank // 4 + 1}", rank % 4
+def _host(rank: int, per_host: int = 4) -> tuple[str, str, int]:
+    """(host, its address, local rank)."""
+    return f"gpu-node-{rank // per_host + 1:02d}", f"10.42.0.{rank // per_host + 1}", rank % per_host
 
 
-def _nccl_start(release: str, rank: int, world: int, *, pid: int, training: bool = True) -> list[str]:
-    host, ip, local = _host(rank)
+def _nccl_start(release: str, rank: int, world: int, *, pid: int, training: bool = True,
+                per_host: int = 4) -> list[str]:
+    host, ip, local = _host(rank, per_host)
     who = f"{host}:{pid}:{pid} [{local}]"
-    nodes = (world + 3) // 4
+    nodes = (world + per_host - 1) // per_host
     lines = [
-        f"[{host}] launch env: RANK={rank} LOCAL_RANK={local} WORLD_SIZE={world} LOCAL_WORLD_SIZE=4 "
+        f"[{host}] launch env: RANK={rank} LOCAL_RANK={local} WORLD_SIZE={world} LOCAL_WORLD_SIZE={per_host} "
         "MASTER_ADDR=gpu-node-01 MASTER_PORT=34294 NCCL_DEBUG=INFO NCCL_SOCKET_IFNAME=eth0 NCCL_IB_HCA=mlx5 "
         "NCCL_ASYNC_ERROR_HANDLING=1",
         f"{RELEASE[release]['torch']} | device cuda:{local} (NVIDIA H100 80GB HBM3)",
@@ -457,8 +463,9 @@ def _nccl_start(release: str, rank: int, world: int, *, pid: int, training: bool
         f"{who} NCCL INFO Using network IB",
         f"{who} NCCL INFO comm 0x55d6147eb720 rank {rank} nranks {world} cudaDev {local} nvmlDev {local} "
         "busId 43000 commId 0xef532afb134bd59f - Init START",
-        f"{who} NCCL INFO comm 0x55d6147eb720 rank {rank} nRanks {world} nNodes {nodes} localRanks 4 localRank {local}",
-        f"{who} NCCL INFO Channel 00/0 : {rank}[{local}] -> {(rank + 1) % world}[{(local + 1) % 4}] via P2P/IPC",
+        f"{who} NCCL INFO comm 0x55d6147eb720 rank {rank} nRanks {world} nNodes {nodes} localRanks {per_host} "
+        f"localRank {local}",
+        f"{who} NCCL INFO Channel 00/0 : {rank}[{local}] -> {(rank + 1) % world}[{(local + 1) % per_host}] via P2P/IPC",
         f"{who} NCCL INFO Connected all rings",
         f"{who} NCCL INFO Connected all trees",
         f"{who} NCCL INFO comm 0x55d6147eb720 rank {rank} nranks {world} cudaDev {local} nvmlDev {local} "
@@ -672,3 +679,79 @@ def test_network_host_loses_to_the_desync_report(tmp_path: Path) -> None:
     _loses(verdict, winner="named-by-tool", culprits={("rank", 1)}, loser="network-host",
            loser_culprits={("host", "gpu-node-02")})
     assert "gpu-node-02" not in _hosts(verdict["culprits"])
+
+
+
+def test_network_link_loses_to_an_out_of_memory_rank_on_a_third_host(tmp_path: Path) -> None:
+    """Three hosts of two GPUs, torch 2.4. Rank 5 (gpu-node-03) ran out of GPU memory at step 66;
+    ten minutes later the others' watchdogs fired at SeqNum 1709 and, as they aborted one after the
+    other, the transfers between gpu-node-01 and gpu-node-02 failed both ways (IB status=12). The
+    errors name that link; rank 5, on another host, is the culprit."""
+    release, world, per_host = "2.4", 6, 2
+    files: dict[str, list[str]] = {}
+    for rank in range(world):
+        host, _, local = _host(rank, per_host)
+        pid = 658573 + 3 * rank
+        lines = _nccl_start(release, rank, world, pid=pid, per_host=per_host)
+        lines += _nccl_steps(release, rank, world, 65, end=600.9)
+        if rank == 5:
+            oom = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 1 has a total capacity "
+                   "of 79.10 GiB of which 2.08 GiB is free. Including non-PyTorch memory, this process has 77.02 "
+                   "GiB memory in use.")
+            lines += [f"{_nccl_py(release, 602.1)} ERROR train: step 66 failed ({oom[:200]}); writing emergency checkpoint"]
+            lines += _oom_traceback(rank, local)
+        else:
+            far = {"gpu-node-01": "10.42.0.2", "gpu-node-02": "10.42.0.1"}.get(host)
+            count = {"gpu-node-01": 2, "gpu-node-02": 1}.get(host, 0)
+            lines += [f"{host}:{pid}:{pid + 173} [{local}] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got "
+                      f"completion from peer {far}<{port}> with status=12 opcode={opcode} len=0 vendor err {err} ({way})"
+                      for port, opcode, err, way in ((59589 - 17 * rank, 128, 244, "Recv"),
+                                                     (41651 + 29 * rank, 0, 129, "Send"))[:count]]
+            lines += _nccl_timeout(release, rank, at=1203.0 + rank / 10, seq=1709, enqueued=1739)
+        files[f"{host}/rank{rank}.log"] = lines
+    verdict = _verdict(tmp_path, files)
+    lost = _loses(verdict, winner="first-failure", culprits={("rank", 5)}, loser="network-link",
+                  loser_culprits={("link", "gpu-node-02")})
+    (link,) = lost["culprits"]
+    assert {link["host"], link["peer"]} == {"gpu-node-01", "gpu-node-02"}
+    assert not {link["host"], link["peer"]} & _hosts(verdict["culprits"])
+
+
+def test_network_endpoint_loses_to_the_desync_report(tmp_path: Path) -> None:
+    """Two hosts, torch 2.3 with TORCH_NCCL_DESYNC_DEBUG=1, the first all_to_all of the MoE layers
+    (#1709, its connections made on first use). Rank 1 never joined it (the desync reports of all
+    the others say so). Rank 6 had entered first and timed out first; when it went down, the
+    connections the ranks of gpu-node-01 were still making to its proxy (10.42.0.2<51724>) were
+    refused. Rank 6 had also logged a handled ERROR line early on. The network errors name rank 6's
+    endpoint; the desync report names rank 1, the culprit."""
+    world = 8
+    report = [
+        "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+        "\t     [1] finished collective #1708, but didn't join collective #1709 (count from 1)",
+        "\t - Snapshot of ranks' latest states:",
+        "\t   #1708 finished ranks:",
+        "\t     [1] finished ALLREDUCE",
+        "\t   #1709 started ranks:",
+        "\t     [0, 2, 3, 4, 5, 6, 7] started ALLTOALL_BASE",
+    ]
+    files: dict[str, list[str]] = {}
+    for rank in range(world):
+        host = f"gpu-node-{rank // 4 + 1:02d}"
+        steps = _nccl23_steps(rank, world, 61)
+        if rank == 6:
+            steps.insert(2, "2024-06-11 17:20:33,104 ERROR train.data: failed to import optional plugin 'fastjpeg' "
+                            "(No module named 'fastjpeg'); falling back to PIL")
+        lines = _nccl23_start(rank, world, per_host=4) + steps
+        if rank in (0, 2, 3):
+            pid = 2798460 + 3 * rank
+            lines += ["", f"{host}:{pid}:{pid + 175} [{rank}] misc/socket.cc:484 NCCL WARN socketStartConnect: "
+                          "Connect to 10.42.0.2<51724> failed : Connection refused"]
+        if rank != 1:
+            lines += _nccl23_timeout(rank, 1709, 1709, report=report, numel=16777216, op="ALLTOALL_BASE",
+                                     ran_ms=600002 if rank == 6 else 600014 + rank)
+        files[f"{host}/rank{rank}.log"] = lines
+    verdict = _verdict(tmp_path, files)
+    # network-endpoint scores 0.85, the desync report 0.9: it wins by 0.05, the edge of the
+    # close-rival rule (0.85 >= 0.9 - 0.05 is false in floating point), so no margin is asserted.
+    _loses(verdict, winner="named-by-tool", culprits={("rank", 1)}, loser="network-endpoint",
+           loser_culprits={("rank", 6)}, clear=False)
