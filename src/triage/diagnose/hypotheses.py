@@ -150,7 +150,9 @@ def first_failure(ctx: Context) -> Hypothesis | None:
     before_waits = timed and waits and timed[0][0] <= min(waits) + 1.0
     share = len(failed) / max(1, len(ctx.expected))
     if len(winners) == 1:
-        score = 0.85 if (before_waits or not waits) else 0.7
+        # Failing before anyone waited is the strongest sign there is; with no waits at all it
+        # is strong too; after the waits began, it may be one more consequence.
+        score = 0.9 if before_waits else 0.85 if not waits else 0.7
     elif share > 0.5:
         score = 0.35  # most ranks failed alike: a job-wide fault, not one rank
     else:
@@ -515,10 +517,10 @@ def network_link(ctx: Context) -> Hypothesis | None:
     if len(endpoints) == 1 and None not in next(iter(endpoints)) and len(events) > 1:
         # Every error names one address and port: one process there, not the host's network.
         ip, port = next(iter(endpoints))
-        suspects = [r for r in hosts[peer] if ctx.facts[r].self_failures]
+        suspects = [r for r in hosts[peer] if ctx.facts[r].known_failures]
         if len(suspects) == 1:
             (rank,) = suspects
-            own = ctx.facts[rank].self_failures
+            own = ctx.facts[rank].known_failures
             return Hypothesis(
                 name="network-endpoint", score=0.85,
                 category=own[0].category or Category.CRASHED_PROCESS,

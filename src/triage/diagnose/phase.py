@@ -21,6 +21,9 @@ _REAL = (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION)
 def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None = None,
               events: list[Event] | None = None) -> Phase:
     """The phase of the failure, from the culprits' milestones, the job's, and the events."""
+    stated = [e.phase for e in events or [] if e.fields.get("phase") and e.phase in _REAL]
+    if stated:
+        return stated[0]  # the deciding line itself says which phase (triage repro's verdicts)
     furthest = max((s.milestone for s in job.ranks.values() if s.milestone is not None),
                    default=None)
     said = _said_phase(job, facts, events or [])

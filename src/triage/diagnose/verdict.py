@@ -98,7 +98,7 @@ def _corroborate(candidates: list[Hypothesis]) -> Hypothesis:
     agree = [h for h in candidates[1:] if _names(h) == names]
     rivals = [h for h in candidates[1:] if not (_names(h) & names)]
     score = winner.score + 0.05 * len(agree)
-    if rivals and rivals[0].score >= winner.score - 0.05:
+    if rivals and rivals[0].score > winner.score - 0.05 + 1e-9:
         score -= 0.3  # two principles point at different culprits with the same strength
     winner.score = max(0.0, min(0.99, score))
     if agree:
