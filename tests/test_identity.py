@@ -134,3 +134,14 @@ def test_a_rank_stuck_in_communicator_init_is_in_comm_init(tmp_path: Path) -> No
     report = analyze([_write(tmp_path, files)])
     assert report.ranks[0].milestone is Milestone.INIT_DONE
     assert report.ranks[1].milestone is Milestone.INIT_STARTED
+
+
+def test_milestones_of_a_real_init_hang() -> None:
+    # Real torchrun + gloo run: rank 3 never calls init_process_group; the others reach the store
+    # and wait there for its key.
+    logs = Path(__file__).parent / "fixtures" / "real-gloo-skip-init-rank3" / "logs"
+    report = analyze([logs])
+    assert {r: s.milestone for r, s in report.ranks.items()} == {
+        0: Milestone.RENDEZVOUS, 1: Milestone.RENDEZVOUS, 2: Milestone.RENDEZVOUS,
+        3: Milestone.STARTED}
+    assert report.verdict.phase is Phase.COMM_INIT

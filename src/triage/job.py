@@ -126,8 +126,6 @@ def place_milestone(state: RankState) -> None:
 
 def milestone_of(event: Event) -> Milestone | None:
     """The progress an event proves its writer had made."""
-    if event.milestone:
-        return Milestone[event.milestone.upper()]
     fields = event.fields
     if event.kind is Kind.PROGRESS and "step" in fields:
         return Milestone.STEADY
@@ -149,6 +147,8 @@ def milestone_of(event: Event) -> Milestone | None:
     if event.phase in (Phase.OPERATOR_LOAD, Phase.EXECUTION) and event.kind in (
             Kind.TIMEOUT, Kind.PEER_ERROR):
         return Milestone.INIT_DONE  # it was waiting inside a collective: init was behind it
+    if event.phase is Phase.COMM_INIT and event.kind is Kind.TIMEOUT:
+        return Milestone.RENDEZVOUS  # it reached the store and waited there for the others
     return None
 
 

@@ -110,7 +110,6 @@ class Event:
     time_has_year: bool = True  # c10/glog clocks print no year; the job stage supplies it
     family: str = ""
     category: Category | None = None  # from the rule, for events that are a failure of their own
-    milestone: str | None = None  # from the rule: the progress marker this line is (see Milestone)
 
     @property
     def rank(self) -> int | None:
