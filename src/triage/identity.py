@@ -19,7 +19,7 @@ Adding a launcher or a family is one resolver in `RESOLVERS`.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -289,14 +289,8 @@ def from_host_slots(state: _State) -> None:
     for ident in state.writers.identities.values():
         if ident.rank is None and (found := lookup(ident.host, ident.local_rank)):
             ident.rank, ident.learnt_from["rank"] = found
-    for event in state.events:
+    for event in _still_unknown(state):
         ident = event.identity
-        if ident.rank is not None:
-            continue
-        group = state.group(event)
-        if group is not None and group.rank is not None:
-            event.identity = ident.merged_over(group)
-            continue
         # Launcher lines about a worker: `failed (exitcode: -9) local_rank: 3 (pid: 4242)`.
         worker = ident.local_rank
         if worker is None and event.fields.get("local_rank", "").isdigit():
@@ -319,14 +313,8 @@ def from_pids(state: _State) -> None:
     for key, ident in state.writers.identities.items():
         if ident.rank is None and ident.pid in known:
             _set(state, key, ident, "rank", known[ident.pid], "pid seen in the rank's own lines")
-    for event in state.events:
+    for event in _still_unknown(state):
         ident = event.identity
-        if ident.rank is not None:
-            continue
-        group = state.group(event)
-        if group is not None and group.rank is not None:
-            event.identity = ident.merged_over(group)
-            continue
         pid = event.fields.get("pid", "")
         for candidate in (ident.pid, int(pid) if pid.isdigit() else None):
             if candidate is not None and candidate in known:
@@ -372,6 +360,18 @@ def _pg_ref(guid: str, desc: str | None, group_rank: int | None) -> GroupRef:
     return GroupRef(key="pg:0" if default else f"pg:{guid}", default=default,
                     desc=desc if desc not in _DEFAULT_DESCS else ("default_pg" if default else None),
                     group_rank=group_rank)
+
+
+def _still_unknown(state: _State) -> Iterator[Event]:
+    """Events whose rank is still unknown, after taking their file's if a resolver just found it."""
+    for event in state.events:
+        if event.identity.rank is not None:
+            continue
+        group = state.group(event)
+        if group is not None and group.rank is not None:
+            event.identity = event.identity.merged_over(group)
+            continue
+        yield event
 
 
 def _launcher_record(event: Event) -> bool:
