@@ -173,7 +173,7 @@ def test_the_same_message_from_several_ranks_folds_into_one_signature(tmp_path: 
 
 # --- no false positives ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fixture", ["real-gloo-clean", "nccl24-no-failure"])
+@pytest.mark.parametrize("fixture", ["real-gloo-clean", "real-detail-clean", "nccl24-no-failure"])
 def test_healthy_fixtures_have_no_unexplained_errors(fixture: str) -> None:
     code, report = analyze_json(FIXTURES / fixture / "logs")
     assert report["unexplained"] == []

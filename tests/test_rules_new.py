@@ -166,3 +166,9 @@ def test_a_line_without_a_stable_literal_is_refused(tmp_path: Path) -> None:
     result = cli("rules", "new", "--from-line", "[rank1]: 12 34 0x56 7.8", "--out", tmp_path)
     assert isinstance(result.exception, UserError)
     assert "literal" in str(result.exception)
+
+
+def test_a_line_a_built_in_rule_knows_gets_a_note(tmp_path: Path) -> None:
+    result = cli("rules", "new", "--from-line", "Killed", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "python-shell-killed already matches this line" in result.stderr

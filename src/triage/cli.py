@@ -22,7 +22,7 @@ from triage import __version__, exitcodes
 from triage.api import NoInput, analyze
 from triage.report import FORMATS, render
 from triage.rules import FAMILIES, RuleError, load_rule, load_rules
-from triage.unexplained import DraftError, draft_rule, example_problems, render_rule
+from triage.unexplained import DraftError, draft_rule, example_problems, explained_by, render_rule
 
 app = typer.Typer(
     name="triage",
@@ -132,9 +132,10 @@ def rules_new(
         "--family", help="Rule family. Default: the family of the line's format.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing rule file.")] = False,
 ) -> None:
+    known = load_rules()
     try:
         draft = draft_rule(from_line, rule_id=rule_id, family=family, families=FAMILIES,
-                           taken={r.id for r in load_rules()})
+                           taken={r.id for r in known})
     except DraftError as exc:
         raise UserError(str(exc)) from None
     path = out / f"{draft.rule_id}.yaml"
@@ -150,8 +151,12 @@ def rules_new(
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(path)
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(
-        f"edit it (regex, kind, phase, explain), then: triage analyze --rules {out} …", style="dim"))
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if already := explained_by(from_line, known):
+        err.print(Text(f"note: built-in rule {', '.join(already)} already matches this line; "
+                       "both will fire", style="yellow"))
+    err.print(Text(f"edit it (regex, kind, phase, explain), then: triage analyze --rules {out} …",
+                   style="dim"))
 
 
 def _example_line(example: object) -> str:

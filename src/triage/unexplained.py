@@ -176,10 +176,13 @@ def _pattern(message: str) -> tuple[str, str | None]:
     """(a regex matching the message with its varying parts free, the longest literal in it)."""
     out: list[str] = []
     literals: list[str] = []
-    for kind, text in pieces(message):
+    cut = list(pieces(message))
+    for i, (kind, text) in enumerate(cut):
         if kind is None:
             out.append(_literal_regex(text))
-            literals.extend(part.strip() for part in re.split(r"\s{2,}", text))
+            glued_before = i > 0 and not text[:1].isspace()
+            glued_after = i + 1 < len(cut) and not text[-1:].isspace()
+            literals.extend(_stable(part, glued_before, glued_after) for part in re.split(r"\s{2,}", text))
         elif kind in ("addr", "id"):
             out.append(("0x" if text.startswith("0x") else "") + r"[0-9a-fA-F-]+")
         elif kind == "ip" and ":" in text and "." not in text:
@@ -188,6 +191,17 @@ def _pattern(message: str) -> tuple[str, str | None]:
             out.append(_shape(text))
     literal = max(literals, key=len, default="")
     return "".join(out), literal if len(literal) >= _MIN_LITERAL else None
+
+
+def _stable(text: str, glued_before: bool, glued_after: bool) -> str:
+    """The part of a literal run that does not vary with its neighbours: a word glued to a number
+    (`node-` of `node-07`, `step_` of `step_1200`) is likely a host or path that changes too."""
+    words = text.split(" ")
+    if glued_after and len(words) > 1:
+        words = words[:-1]
+    if glued_before and len(words) > 1:
+        words = words[1:]
+    return " ".join(words).strip(" :;,.-=|")
 
 
 def _literal_regex(text: str) -> str:
@@ -253,3 +267,9 @@ def example_problems(rule: Rule) -> list[str]:
             if fired != (way == "match"):
                 problems.append(f"{way} example {'did not fire' if way == 'match' else 'fired'}: {line}")
     return problems
+
+
+def explained_by(line: str, rules: list[Rule]) -> list[str]:
+    """The ids of the rules that already fire on `line`."""
+    events = scan_text(Matcher(rules), "line", Identity(), [line + "\n"], ScanStats())
+    return sorted({e.rule_id for e in events if e.kind is not Kind.UNEXPLAINED})

@@ -71,36 +71,36 @@ class Mark:
 
 # --- envelopes that carry a severity ---------------------------------------------------------------
 
-_NCCL_WARN = regex.compile(r"(?:^|\s)NCCL WARN ?(?P<msg>.*?)\s*$")
+_NCCL_WARN = regex.compile(r"(?:^|\s)NCCL WARN ?(?P<msg>.*)")
 _NCCL_QUIET = regex.compile(
     r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?[A-Za-z0-9][\w.-]*:\d+:\d+ (?:\[\d+\] )?.{0,80}?NCCL (?:INFO|TRACE|CALL|VERSION)\b")
 _C10 = regex.compile(
-    r"^\s?\[(?P<sev>[FEWIV])(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)? (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*?)\s*$"
-    r"|^(?P<sev>[FEWIV])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*?)\s*$")
+    r"^\s?\[(?P<sev>[FEWIV])(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)? (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*)"
+    r"|^(?P<sev>[FEWIV])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*)")
 _PG_PREFIX_RE = r"(?:\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*)?"
 _PG_PREFIX = regex.compile(r"^\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*")
 _CANN = regex.compile(
     r"^\[(?P<level>[A-Z]+)\]\s?(?P<module>[A-Z][A-Z0-9_]*)\(\d+,[^)]*\):\s?"
     r"\d{4}-\d\d-\d\d[-\s]\d\d:\d\d:\d\d(?:\.\d+)*\s?(?:\[[^\]\s]*:\d+\])?\s?"
-    r"(?:\[(?:tid:)?\d+\]|tid:\d+,|\d+ (?=\S))?\s?(?P<msg>.*?)\s*$")
+    r"(?:\[(?:tid:)?\d+\]|tid:\d+,|\d+ (?=\S))?\s?(?P<msg>.*)")
 # torch_npu's error footer: `[ERROR] 2024-05-21-11:57:54 (PID:927000, Device:3, RankID:3) ERR02200 …`.
 _NPU_FOOTER = regex.compile(
-    r"^\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device:-?\d+, RankID:-?\d+\) (?P<msg>.*?)\s*$")
-_BRACKET_LEVEL = regex.compile(r"^\s?\[(?P<level>ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|NOTICE)\]\s?(?P<msg>.*?)\s*$")
+    r"^\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device:-?\d+, RankID:-?\d+\) (?P<msg>.*)")
+_BRACKET_LEVEL = regex.compile(r"^\s?\[(?P<level>ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|NOTICE)\]\s?(?P<msg>.*)")
 _ASCEND_WORDS = regex.compile(r"HCCL|HCCP|NPU|ACL|CANN|ERR\d{5}|\bE[A-Z]\d{4}\b")
 _LEVELS = r"DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # Python logging: `ERROR:name:msg` (basicConfig), or a timestamp followed within a few fields by
 # the level (`- train - ERROR - `, ` ERROR train: `, `: [ERROR] `, `| ERROR    | `). The first
 # level word after the timestamp is the record's level.
 _LOGGING = regex.compile(
-    r"^(?:(?P<level>" + _LEVELS + r"):[\w.]*:(?P<msg>.*?)"
+    r"^(?:(?P<level>" + _LEVELS + r"):[\w.]*:(?P<msg>.*)"
     r"|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?.{0,80}?"
-    r"(?<![\w-])\[?(?P<level>" + _LEVELS + r")\]?(?![\w-])\s*(?:[-|:]\s*)?(?P<msg>.*?))\s*$")
+    r"(?<![\w-])\[?(?P<level>" + _LEVELS + r")\]?(?![\w-])\s*(?:[-|:]\s*)?(?P<msg>.*))\s*$")
 
 # --- shapes that mean failure wherever they appear ----------------------------------------------
 
 _PY_WARNING = regex.compile(r"^\S+:\d+: \w*Warning: ")
-_SLURM = regex.compile(r"^(?P<tool>srun|slurmstepd|sbatch|salloc)(?:-[\w.-]+)?(?:\[\d+\])?: error: (?P<msg>.*?)\s*$")
+_SLURM = regex.compile(r"^(?P<tool>srun|slurmstepd|sbatch|salloc)(?:-[\w.-]+)?(?:\[\d+\])?: error: (?P<msg>.*)")
 _TERMINATE = regex.compile(
     r"terminate called (?:after throwing an instance of '[^']*'|without an active exception|recursively)")
 _FATAL_PY = regex.compile(r"Fatal Python error: (?P<msg>.*\S)")
@@ -111,18 +111,22 @@ _SHELL_SIGNAL = regex.compile(
     r"|Illegal instruction|Trace/breakpoint trap)(?:(?P<core>\s+\(core dumped\))(?:\s+\S.*)?|\s{2,}\S.*)?\s*$")
 _CORE_DUMPED = regex.compile(r"\(core dumped\)")
 _KILLED = regex.compile(r"^(?:[^\s:]+: (?:line \d+: )?)?\s*(?:\d+ )?(?P<msg>Killed)(?:\s{2,}\S.*)?\s*$")
-_EXCEPTION = regex.compile(r"^\s?(?P<msg>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: .*?)?)\s*$")
+_EXCEPTION = regex.compile(
+    r"^\s?(?P<msg>(?:[A-Za-z_]\w{0,100}\.){0,16}[A-Z]\w{0,100}(?:Error|Exception)(?:: .*)?)\s*$")
 _ERROR_CODE = regex.compile(r"(?<![\w])(?P<code>E[A-Z]\d{4})(?![\w])")
 _EXIT_STATUS = regex.compile(
     r"(?i:\b(?:exit(?:ed|s)? with (?:exit |return )?(?:code|status)|exit[ _]?(?:code|status)|return ?code))"
-    r"\s*(?:[:=]|of|is)?\s*(?P<code>[-+]?\d+)\b")
+    r"(?:\s{0,8}(?:[:=]|of|is))?\s{0,8}(?P<code>[-+]?\d+)\b")
 
 TRACEBACK = regex.compile(r"^\s?Traceback \(most recent call last\):\s*$")
 # The last line of a traceback: `Name: message` (a builtin is capitalised; other exceptions print
 # their module path) or a bare name that reads like an exception.
+# (Names are bounded: a line of `a.a.a.…` must not make the engine try every split.)
+_NAME = r"[A-Za-z_]\w{0,100}"
 _EXCEPTION_END = regex.compile(
-    r"^\s?(?P<msg>(?:(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*|[A-Z]\w*)(?::\s.*?|:)"
-    r"|(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning)|Stop(?:Async)?Iteration))\s*$")
+    r"^\s?(?P<msg>(?:(?:" + _NAME + r"\.){1,16}" + _NAME + r"|[A-Z]\w{0,100})(?::\s.*|:)"
+    r"|(?:" + _NAME + r"\.){0,16}(?:[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
+    r"|Stop(?:Async)?Iteration))\s*$")
 
 _GENERIC_ANCHOR = r"^\s*"
 

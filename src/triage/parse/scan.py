@@ -40,6 +40,7 @@ from triage.rules import Rule, event_phase
 MAX_LINE = 16 << 10  # longer lines are cut before any regex sees them
 _JOIN_LINES = 2  # a hard-wrapped line is tried joined with up to this many following lines
 _TRACEBACK_LINES = 200  # how far after `Traceback (most recent call last):` its last line is sought
+_TRACEBACK_STRAYS = 3  # unindented lines of the same writer passed over before giving up on it
 _MAX_MESSAGE = 500  # an unexplained line's message is cut to this many characters
 
 # Writer identity that the line itself carries after the launcher prefixes.
@@ -287,14 +288,13 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
     """Scan buffer[:cut] (whole lines); return where scanning stopped and the events found.
 
     Scanning stops early, at the start of a line, when a rule on it needs more following lines
-    than the buffer holds (or a traceback's last line may lie beyond it): those lines are carried
+    than the buffer holds (or a traceback's last line lies beyond it): those lines are carried
     into the next round. `handled` holds the starts of lines that a rule's block or a hard-wrap
     join consumed, or that were already marked unexplained: no unexplained event comes from them.
     """
     events: list[Event] = []
     counted_to, line_no = 0, first_line
     tail = cut if ended else _tail_start(buffer, cut, max(matcher.max_block, _JOIN_LINES))
-    traceback_tail = -1  # where a traceback must begin for its last line to be in the buffer
     for start in matcher.candidate_lines(buffer, 0, cut):
         end = buffer.find("\n", start)
         if end < 0:
@@ -303,17 +303,16 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
         rules = matcher.candidates(line)
         if end + 1 > tail and _needs_following(rules, line):
             return start, events
-        if not ended and "Traceback (most recent call last)" in line:
-            if traceback_tail < 0:
-                traceback_tail = _tail_start(buffer, cut, _TRACEBACK_LINES)
-            if end + 1 > traceback_tail:
-                return start, events
         line_no += buffer.count("\n", counted_to, start)
         counted_to = start
         peeled = peel(line)
         found = _match_line(rules, source, base, buffer, start, end, line_no, handled, peeled) if rules else []
         if not found and start not in handled:
-            found = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled)
+            opened = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled,
+                                 cut, ended)
+            if opened is None:  # a traceback whose last line is not in the buffer yet
+                return start, events
+            found = opened
         events.extend(found)
     return cut, events
 
@@ -340,15 +339,12 @@ def _needs_join(rules: list[Rule], line: str) -> bool:
     return not any(r.search(text) for r in rules)
 
 
-def _following(buffer: str, end: int, count: int) -> list[str]:
-    return [line for _, line in _following_at(buffer, end, count)]
-
-
-def _following_at(buffer: str, end: int, count: int) -> list[tuple[int, str]]:
-    """Up to `count` lines after the line ending at `end`, each with where it starts."""
+def _following_at(buffer: str, end: int, count: int, limit: int = -1) -> list[tuple[int, str]]:
+    """Up to `count` lines after the line ending at `end` (and before `limit`), with their starts."""
     lines: list[tuple[int, str]] = []
     pos = end + 1
-    while len(lines) < count and pos < len(buffer):
+    limit = len(buffer) if limit < 0 else limit
+    while len(lines) < count and pos < limit:
         nxt = buffer.find("\n", pos)
         if nxt < 0:
             nxt = len(buffer)
@@ -400,13 +396,18 @@ def _block_fields(rule: Rule, lines: list[tuple[int, str]], consumed: set[int]) 
 
 
 def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, start: int, end: int,
-                line_no: int, handled: set[int], peeled: Peeled) -> list[Event]:
-    """An UNEXPLAINED event for a line that its format marks as an error and no rule explained."""
+                line_no: int, handled: set[int], peeled: Peeled, cut: int, ended: bool
+                ) -> list[Event] | None:
+    """An UNEXPLAINED event for a line that its format marks as an error and no rule explained.
+
+    None: the line opens a traceback whose last line may lie beyond buffer[:cut] (whole lines), and
+    more text is coming.
+    """
     raw = buffer[start:end][:MAX_LINE]
     text = peeled.text
     if "Traceback (most recent call last)" in text and TRACEBACK.match(text):
         return _traceback_end(matcher, source, base, buffer, end, line_no, peeled.text, peeled.identity,
-                              handled)
+                              handled, cut, ended)
     mark = classify(text)
     if mark is None:
         return []
@@ -449,15 +450,20 @@ def _continuation(matcher: Matcher, source: str, base: Identity, buffer: str, en
     return first
 
 
-def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, end: int,
-                   line_no: int, header: str, writer: Identity, handled: set[int]) -> list[Event]:
+def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, end: int, line_no: int,
+                   header: str, writer: Identity, handled: set[int], cut: int, ended: bool
+                   ) -> list[Event] | None:
     """The last line of the traceback whose header ends at `end`, when no rule explains it.
 
     It is the first line after the header, from the same writer (interleaved ranks share a
     console), no more indented than the header, that reads as an exception (`Type: message`).
+    The frames between are indented; a few other lines of that writer are passed over (a flushed
+    print), more mean the traceback was cut off.
     """
     indent = len(header) - len(header.lstrip())
-    for offset, (at, raw) in enumerate(_following_at(buffer, end, _TRACEBACK_LINES), start=1):
+    strays = 0
+    lines = _following_at(buffer, end, _TRACEBACK_LINES, len(buffer) if ended else cut)
+    for offset, (at, raw) in enumerate(lines, start=1):
         peeled = peel(raw[:MAX_LINE])
         who = peeled.identity
         if (who.rank, who.local_rank) != (writer.rank, writer.local_rank):
@@ -468,6 +474,9 @@ def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, e
         if TRACEBACK.match(text):
             return []  # another traceback began: it speaks for itself
         if (mark := exception_end(text)) is None:
+            strays += 1
+            if strays > _TRACEBACK_STRAYS:
+                return []
             continue
         if at in handled:
             return []
@@ -477,6 +486,8 @@ def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, e
             return []  # a rule knows it: the line's own visit reports it
         handled.add(at)
         return [_unexplained(mark, source, base, who, raw[:MAX_LINE], line_no + offset, text)]
+    if not ended and len(lines) < _TRACEBACK_LINES:
+        return None  # the buffer ended first: decide when more has been read
     return []
 
 
