@@ -184,3 +184,37 @@ def test_a_subgroup_rank_is_not_taken_for_a_global_rank(tmp_path: Path) -> None:
     default = line.replace("[PG ID 2 PG GUID 3(tp) Rank 1]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]")
     (tmp_path / "worker.log").write_text(default)
     assert [e.identity.rank for e in analyze([tmp_path]).events] == [1]
+
+
+def test_a_pasted_log_is_put_back_together(tmp_path: Path) -> None:
+    # A console quoted into an issue: `> ` on every line, long lines cut at 80 columns.
+    original = (ROOT / "tests/fixtures/real-gloo-hang-rank2/logs/node01/console.log").read_text()
+    pasted = []
+    for line in original.splitlines():
+        pieces = [line[i:i + 78] for i in range(0, len(line), 78)] or [""]
+        pasted += [f"> {piece}" for piece in pieces]
+    (tmp_path / "paste.txt").write_text("\n".join(pasted) + "\n")
+    report = analyze([tmp_path / "paste.txt"])
+    (source,) = report.sources
+    assert "hard-wrapped at 80 columns" in source.notes[0] and "'> '" in source.notes[0]
+    assert [c.rank for c in report.verdict.culprits] == [2]
+    unpasted = analyze([ROOT / "tests/fixtures/real-gloo-hang-rank2/logs/node01/console.log"])
+    assert len(report.events) == len(unpasted.events)
+
+
+def test_ordinary_logs_are_not_taken_for_pastes() -> None:
+    from triage.parse.paste import detect
+
+    lines = [f"[default{i % 4}]:step {i} loss 0.{i:04d}" for i in range(40)]
+    assert detect("\n".join(lines) + "\n") is None
+    indented = ["Traceback (most recent call last):"] + ["    frame"] * 20 + ["ValueError: x"]
+    assert detect("\n".join(indented * 2) + "\n") is None
+
+
+def test_only_the_last_step_line_of_a_chunk_is_an_event(tmp_path: Path) -> None:
+    lines = [f"step {i} loss 0.5" for i in range(5000)] + ["setting up stepwise schedule"]
+    (tmp_path / "rank0.log").write_text("\n".join(lines) + "\n")
+    report = analyze([tmp_path])
+    steps = [e for e in report.events if e.rule_id == "job-step-progress"]
+    assert [(e.fields["step"], e.evidence.line) for e in steps] == [("4999", 5000)]
+    assert report.ranks[0].step == 4999

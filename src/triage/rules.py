@@ -77,6 +77,7 @@ class Rule:
     category: Category | None = None  # what a failure matched by this rule is, when it is this rank's
     references: tuple[str, ...] = field(default_factory=tuple)
     info_fields: tuple[str, ...] = field(default_factory=tuple)  # groups for the message only
+    last_line_only: bool = False  # `scan: last-line`: only the last match of each chunk counts
 
     def search(self, text: str) -> regex.Match[str] | None:
         try:
@@ -333,6 +334,7 @@ def compile_rule(data: dict[str, Any], path: Path) -> Rule:
         category=Category(data["category"]) if data.get("category") else None,
         references=tuple(data.get("references") or ()),
         info_fields=tuple(data.get("info_fields") or ()),
+        last_line_only=data.get("scan") == "last-line",
     )
 
 

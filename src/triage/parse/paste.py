@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 _PREFIXES = ("> ", ">", "| ", "    ", "\t")
 _MIN_LINES = 8
+_SAMPLE = 200  # lines of the head looked at
 _MIN_WIDTH, _MAX_WIDTH = 60, 240
 
 
@@ -35,12 +36,15 @@ class Paste:
 
 def detect(head: str) -> Paste | None:
     """How the first part of a source was pasted, if it was."""
-    lines = head.split("\n")[:-1]  # the last piece may be cut mid-line
+    lines = head.split("\n", _SAMPLE)[:_SAMPLE]  # the last piece may be cut mid-line
+    if len(lines) < _SAMPLE:
+        lines = lines[:-1]
     nonblank = [line.rstrip("\r") for line in lines if line.strip()]
     if len(nonblank) < _MIN_LINES:
         return None
-    prefix = next((p for p in _PREFIXES
-                   if sum(line.startswith(p) for line in nonblank) >= 0.95 * len(nonblank)), "")
+    # Only a prefix the first line carries can be on (nearly) every line.
+    prefix = next((p for p in _PREFIXES if nonblank[0].startswith(p)
+                   and sum(line.startswith(p) for line in nonblank) >= 0.95 * len(nonblank)), "")
     width = None
     lengths = Counter(len(line) for line in nonblank)
     widest = max(lengths)

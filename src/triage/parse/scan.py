@@ -168,12 +168,18 @@ class Matcher:
     needles: dict[str, list[str]] = field(init=False)  # needle -> the literals that contain it
     pattern: re.Pattern[str] = field(init=False)  # the needles that begin upper-case
     find_needles: list[str] = field(init=False)  # the others, searched one by one
+    last_line: list[Rule] = field(init=False)  # `scan: last-line` rules
     prefixes: dict[str, list[str]] = field(init=False)
     max_block: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_literal = {}
+        # `scan: last-line` rules (progress lines, printed by the thousand) stay out of the needle
+        # pass: each chunk is searched backwards for their last match instead.
+        self.last_line = [rule for rule in self.rules if rule.last_line_only]
         for rule in self.rules:
+            if rule.last_line_only:
+                continue
             for literal in rule.prefilter:
                 self.by_literal.setdefault(literal, []).append(rule)
         for literal in MARKER_LITERALS:  # pseudo-literals: lines that may carry an error mark
@@ -262,6 +268,7 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
             carry = buffer
             continue
         stop, events = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended, handled)
+        events += _last_lines(matcher, source, base, buffer, stop, line_no, handled)
         yield from events
         handled = {at - stop for at in handled if at >= stop}
         _note_last_line(buffer, stop, line_no, stats)
@@ -315,6 +322,37 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
             found = opened
         events.extend(found)
     return cut, events
+
+
+_LAST_LINE_TRIES = 64  # lines holding a literal but not matching, tried before giving up
+
+
+def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop: int,
+                first_line: int, handled: set[int]) -> list[Event]:
+    """The last line of buffer[:stop] that each `scan: last-line` rule matches, as an event.
+
+    Walks back from the end with `str.rfind` over the rule's literals (C speed), trying the regex
+    only on lines that hold one.
+    """
+    events: list[Event] = []
+    for rule in matcher.last_line:
+        end = stop
+        for _ in range(_LAST_LINE_TRIES):
+            at = max(buffer.rfind(literal, 0, end) for literal in rule.prefilter)
+            if at < 0:
+                break
+            start = buffer.rfind("\n", 0, at) + 1
+            line_end = buffer.find("\n", at)
+            line_end = stop if line_end < 0 or line_end > stop else line_end
+            line = buffer[start:line_end][:MAX_LINE]
+            peeled = peel(line)
+            if rule.search(peeled.text) is not None:
+                line_no = first_line + buffer.count("\n", 0, start)
+                events += _match_line([rule], source, base, buffer, start, line_end, line_no,
+                                      handled, peeled)
+                break
+            end = start
+    return events
 
 
 def _tail_start(buffer: str, cut: int, lines: int) -> int:

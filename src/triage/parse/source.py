@@ -14,6 +14,7 @@ from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
 
 _SNIFF = 8192
 _SNIFF_IDENTITY = 16 << 10
+_SNIFF_WRITERS = 4 << 10  # enough lines to see whether several workers interleave
 
 
 def looks_binary(head: bytes) -> bool:
@@ -36,7 +37,7 @@ def sniff_writer(head: str, info: SourceInfo) -> None:
     the silent rank is found by the absence of its timeout, not by a line.
     """
     info.head_ranks = {int(r): n for r, n in Counter(_HEAD_RANK.findall(head)).items()}
-    info.head_writers = len({a or b for a, b in _HEAD_LOCAL.findall(head)})
+    info.head_writers = len({a or b for a, b in _HEAD_LOCAL.findall(head, 0, _SNIFF_WRITERS)})
     info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(head)))
 
 
