@@ -35,8 +35,13 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
             return Phase.COMM_INIT
         return Phase.EXECUTION
     if furthest == Milestone.INIT_DONE:
-        return Phase.COMM_INIT if said is Phase.COMM_INIT and culprits and _before_init(
-            job, culprits) else Phase.OPERATOR_LOAD
+        if said is Phase.COMM_INIT and culprits and _before_init(job, culprits):
+            return Phase.COMM_INIT
+        if said is Phase.UNKNOWN and not _waited_in_a_collective(facts):
+            # Init was behind the ranks (c10's `[rankN]:` prefix), nothing points at the first
+            # collective, and the failure is not a communication one: the job was running.
+            return Phase.EXECUTION
+        return Phase.OPERATOR_LOAD
     if said is Phase.UNKNOWN and furthest is not None and (
             furthest >= Milestone.RENDEZVOUS or (culprits and _failed_by_itself(facts, culprits))):
         # No rank is known to have finished communicator init, and a rank failed on its own (or
@@ -47,6 +52,12 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
 
 def _failed_by_itself(facts: dict[int, RankFacts], ranks: list[int]) -> bool:
     return any(r in facts and facts[r].known_failures for r in ranks)
+
+
+def _waited_in_a_collective(facts: dict[int, RankFacts]) -> bool:
+    """A rank waited on its peers after init (a collective, a barrier), not in the store."""
+    return any(e.phase not in (Phase.COMM_INIT, Phase.TEARDOWN)
+               for f in facts.values() for e in f.timeouts + f.peer_errors + f.detections)
 
 
 def _before_init(job: Job, ranks: list[int]) -> bool:

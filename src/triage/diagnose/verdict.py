@@ -150,7 +150,7 @@ def _missing(ctx: Context) -> list[str]:
     logged = [r for r, s in job.ranks.items() if s.has_log]
     if size_unknown and len(logged) <= 1:
         who = f"rank {logged[0]}'s" if logged else "no rank's"
-        notes.append(f"only {who} log is here: the other ranks' logs would show which rank stopped "
+        notes.append(f"only {who} log is here: the other ranks' logs would confirm which rank failed or stopped "
                      "first (or pass --world-size N)")
     elif size_unknown:
         notes.append("the world size is not stated in the logs: pass --world-size N")
