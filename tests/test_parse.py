@@ -218,3 +218,11 @@ def test_only_the_last_step_line_of_a_chunk_is_an_event(tmp_path: Path) -> None:
     steps = [e for e in report.events if e.rule_id == "job-step-progress"]
     assert [(e.fields["step"], e.evidence.line) for e in steps] == [("4999", 5000)]
     assert report.ranks[0].step == 4999
+
+
+def test_an_interleaving_console_keeps_each_workers_last_step(tmp_path: Path) -> None:
+    lines = [f"[default{r}]:step {i} loss 0.5" for i in range(300) for r in range(4) if (r, i) != (2, 299)]
+    (tmp_path / "console.log").write_text("\n".join(lines) + "\n")
+    steps = [e for e in analyze([tmp_path]).events if e.rule_id == "job-step-progress"]
+    assert sorted((e.identity.local_rank, e.fields["step"]) for e in steps) == [
+        (0, "299"), (1, "299"), (2, "298"), (3, "299")]

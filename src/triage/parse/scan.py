@@ -325,6 +325,7 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
 
 
 _LAST_LINE_TRIES = 64  # lines holding a literal but not matching, tried before giving up
+_LAST_LINE_WRITERS = 256  # in a file that interleaves workers, matches looked at for more writers
 
 
 def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop: int,
@@ -332,26 +333,35 @@ def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop
     """The last line of buffer[:stop] that each `scan: last-line` rule matches, as an event.
 
     Walks back from the end with `str.rfind` over the rule's literals (C speed), trying the regex
-    only on lines that hold one.
+    only on lines that hold one. In a file that interleaves several workers' lines (a launcher
+    console: `[default3]:step 9 …`), the last line of each writer counts.
     """
     events: list[Event] = []
     for rule in matcher.last_line:
-        end = stop
-        for _ in range(_LAST_LINE_TRIES):
+        end, misses, matches = stop, 0, 0
+        writers: set[tuple[int | None, int | None]] = set()
+        while misses < _LAST_LINE_TRIES and matches < _LAST_LINE_WRITERS:
             at = max(buffer.rfind(literal, 0, end) for literal in rule.prefilter)
             if at < 0:
                 break
             start = buffer.rfind("\n", 0, at) + 1
             line_end = buffer.find("\n", at)
             line_end = stop if line_end < 0 or line_end > stop else line_end
-            line = buffer[start:line_end][:MAX_LINE]
-            peeled = peel(line)
-            if rule.search(peeled.text) is not None:
-                line_no = first_line + buffer.count("\n", 0, start)
-                events += _match_line([rule], source, base, buffer, start, line_end, line_no,
-                                      handled, peeled)
-                break
             end = start
+            peeled = peel(buffer[start:line_end][:MAX_LINE])
+            if rule.search(peeled.text) is None:
+                misses += 1
+                continue
+            matches += 1
+            writer = (peeled.identity.rank, peeled.identity.local_rank)
+            if writer in writers:
+                continue
+            writers.add(writer)
+            line_no = first_line + buffer.count("\n", 0, start)
+            events += _match_line([rule], source, base, buffer, start, line_end, line_no,
+                                  handled, peeled)
+            if writer == (None, None):
+                break  # one writer's file: its last line is all it takes
     return events
 
 
