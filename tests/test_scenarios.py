@@ -71,6 +71,7 @@ def test_scenario_verdict(expected_path: Path) -> None:
         assert all(c["evidence"] or c["kind"] == "rank" for c in verdict["culprits"])
     if "group" in expect:  # a hang inside a sub-group: the verdict says which group
         assert f"process group {expect['group']}" in verdict["reasoning"], verdict["reasoning"]
+        assert "ALLREDUCE SeqNum" in verdict["reasoning"], verdict["reasoning"]  # and which collective
 
 
 def test_real_runs_cover_the_ground() -> None:

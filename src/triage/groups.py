@@ -22,7 +22,7 @@ def build_groups(events: list[Event], world_size: int | None) -> dict[str, Proce
     seq_group: dict[tuple[int, str], str] = {}
     for event in events:
         ref = group_ref(event, world_size)
-        if ref is not None and event.rank is not None and "seq" in event.fields:
+        if ref is not None and ref.key != "pg:?" and event.rank is not None and "seq" in event.fields:
             seq_group.setdefault((event.rank, event.fields["seq"]), ref.key)
     for event in events:
         if event.rank is None:
@@ -32,7 +32,7 @@ def build_groups(events: list[Event], world_size: int | None) -> dict[str, Proce
         if ref is None and not tracks:
             continue
         if ref is not None and ref.key == "pg:?":
-            continue  # a sub-group the line does not name: nothing to key its progress by
+            ref = None  # a sub-group the line does not name: the lines around it may
         if ref is None:
             key = seq_group.get((event.rank, event.fields.get("seq", "")), DEFAULT)
             group = groups.setdefault(key, ProcessGroup(key=key, default=key == DEFAULT))
