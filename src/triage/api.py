@@ -11,10 +11,9 @@ from pathlib import Path
 from triage import __version__
 from triage.diagnose.verdict import diagnose
 from triage.ingest.discover import iter_files, open_file
-from triage.ingest.identity import identity_from_path
 from triage.ingest.open import Stream, Unreadable, expand, stdin_stream
 from triage.job import build_job
-from triage.model import Event, Report, SourceInfo
+from triage.model import Event, Identity, Report, SourceInfo
 from triage.parse.scan import Matcher
 from triage.parse.source import scan_stream
 from triage.rules import load_rules
@@ -113,4 +112,4 @@ def _scan_streams(matcher: Matcher, items: Iterator[Stream | Unreadable]) -> Sca
 
 
 def _unreadable(item: Unreadable) -> tuple[SourceInfo, list[Event]]:
-    return SourceInfo(name=item.name, identity=identity_from_path(item.name), skipped=item.reason), []
+    return SourceInfo(name=item.name, identity=Identity(), skipped=item.reason), []
