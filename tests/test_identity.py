@@ -145,3 +145,30 @@ def test_milestones_of_a_real_init_hang() -> None:
         0: Milestone.INIT_STARTED, 1: Milestone.INIT_STARTED, 2: Milestone.INIT_STARTED,
         3: Milestone.STARTED}
     assert report.verdict.phase is Phase.COMM_INIT
+
+
+# Two jobs that a sample of fresh generated jobs (bench/sampled_verdicts.py) got wrong once.
+def _generated(tmp_path: Path, **job: object):  # type: ignore[no-untyped-def]
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import jobgen
+
+    truth = jobgen.generate(tmp_path / "job", noise_lines=30, seed=5, **job)  # type: ignore[arg-type]
+    return truth, analyze([tmp_path / "job"]).verdict
+
+
+def test_a_group_rank_in_a_watchdog_line_is_not_a_global_rank(tmp_path: Path) -> None:
+    # torch 2.1 prints no `[rankN]:`: rank 10's tp-group watchdog line says `[Rank 0]`. Taken for
+    # global rank 0, it left rank 10 without a wait, and its abort (-6) was blamed at 0.85.
+    truth, verdict = _generated(tmp_path, hosts=4, gpus=4, era="2.1", fault="subgroup",
+                                culprit=11, layout="torchrun")
+    assert [c.rank for c in verdict.culprits] == [truth.culprit_rank] == [11]
+
+
+def test_a_slurm_file_of_many_hosts_is_nobodys_in_particular(tmp_path: Path) -> None:
+    # One srun --label file holds every rank of every host: neither the first world-communicator
+    # line's rank nor the commonest host is the whole file's.
+    truth, verdict = _generated(tmp_path, hosts=4, gpus=4, era="2.5", fault="ib",
+                                culprit="gpu-node-02", layout="slurm-label")
+    assert [(c.kind, c.host) for c in verdict.culprits] == [("host", truth.culprit_host)]

@@ -31,10 +31,13 @@ def build_groups(events: list[Event], world_size: int | None) -> dict[str, Proce
         tracks = "seq" in event.fields or "enqueued" in event.fields or "completed" in event.fields
         if ref is None and not tracks:
             continue
-        if ref is not None and ref.key == "pg:?":
+        unnamed = ref is not None and ref.key == "pg:?"
+        if unnamed:
             ref = None  # a sub-group the line does not name: the lines around it may
         if ref is None:
             key = seq_group.get((event.rank, event.fields.get("seq", "")), DEFAULT)
+            if unnamed and key == DEFAULT:
+                continue  # not the default group's sequence, and no other to key it by
             group = groups.setdefault(key, ProcessGroup(key=key, default=key == DEFAULT))
         else:
             group = groups.setdefault(ref.key, ProcessGroup(key=ref.key, default=ref.default))

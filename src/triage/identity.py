@@ -6,7 +6,7 @@ the first lines of a source say. Here those observations are weighed by an order
 resolvers, each filling only what is still unknown and recording how it learnt it:
 
   path → first lines → line prefixes → process-group prefixes → stated ranks → communicator
-  lines → host slots → pids
+  lines → host slots → pids → (stated ranks settled against their file's writer)
 
 What one line of a file establishes about its writer (the world communicator's `rank r nranks n`,
 a `host:pid` prefix seen with a rank) holds for the whole file and for that pid everywhere. Path
@@ -71,6 +71,7 @@ class _State:
     events: list[Event]
     world_size: int | None
     writers: Writers
+    interleaved: set[str] = field(default_factory=set)  # groups whose lines come from many writers
 
     def group(self, event: Event) -> Identity | None:
         key = self.writers.group_of.get(event.evidence.source, event.evidence.source)
@@ -159,17 +160,20 @@ def from_line_prefixes(state: _State) -> None:
             line_hosts[key][event.identity.host] += 1
         if "local_rank" in event.identity.learnt_from and event.identity.local_rank is not None:
             locals_seen[key].add(event.identity.local_rank)
-    interleaved = {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
+    # A launcher console or a Slurm output file interleaves many workers (and hosts): each of its
+    # lines keeps its own writer, and nothing one line says is the whole file's.
+    state.interleaved = {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
+    state.interleaved |= {key for key, seen in locals_seen.items() if len(seen) > 1}
+    state.interleaved |= {key for key, counts in line_ranks.items()
+                          if counts.most_common(1)[0][1] < 0.8 * sum(counts.values())}
     for key, counts in line_ranks.items():
-        if len(locals_seen[key]) > 1 or key in interleaved:
-            continue  # a launcher console interleaving several workers: each line keeps its own
-        ident = state.writers.identities.setdefault(key, Identity())
-        rank, count = counts.most_common(1)[0]
-        if count >= 0.8 * sum(counts.values()):
-            _set(state, key, ident, "rank", rank, "line prefixes")
+        if key not in state.interleaved:
+            ident = state.writers.identities.setdefault(key, Identity())
+            _set(state, key, ident, "rank", counts.most_common(1)[0][0], "line prefixes")
     for key, host_counts in line_hosts.items():
-        ident = state.writers.identities.setdefault(key, Identity())
-        _set(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
+        if key not in state.interleaved or len(host_counts) == 1:
+            ident = state.writers.identities.setdefault(key, Identity())
+            _set(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
     # Each line: its own prefix first, then its file's writer; a launcher's record of a worker
     # (`rank : 3 (local_rank: 3)`) is about that worker, not about whoever wrote the file.
     for event in state.events:
@@ -236,7 +240,10 @@ def from_communicators(state: _State) -> None:
             continue
         rank = int(fields["rank"])
         key = state.writers.group_of[event.evidence.source]
-        ident = state.writers.identities.setdefault(key, Identity())
+        if key in state.interleaved:
+            ident = Identity()  # the line's writer only; its pid carries it to its other lines
+        else:
+            ident = state.writers.identities.setdefault(key, Identity())
         if event.identity.rank is None:
             event.identity.rank = rank
             event.identity.learnt_from["rank"] = "rank in the world communicator's init line"
@@ -323,9 +330,31 @@ def from_pids(state: _State) -> None:
                 break
 
 
+def settle_stated_ranks(state: _State) -> None:
+    """A rank a line states, where its file's writer turned out to be another rank, is a group rank.
+
+    `[Rank 0] Watchdog caught …` in the file of global rank 10 (torch 2.1 prints no `[rankN]:`)
+    is rank 0 of a sub-group that rank 10 belongs to: the line is rank 10's.
+    """
+    for event in state.events:
+        if event.identity.learnt_from.get("rank") != "rank named in the message":
+            continue
+        if event.family in _LAUNCHERS:
+            continue  # a launcher's line about a worker is filed under that worker
+        group = state.group(event)
+        if group is None or group.rank is None or group.rank == event.identity.rank:
+            continue
+        event.fields["pg_rank"] = str(event.identity.rank)
+        event.fields.setdefault("pg_key", "pg:?")
+        if "peer_rank" in event.fields:
+            event.fields["peer_pg_rank"] = event.fields.pop("peer_rank")
+        event.identity.rank = group.rank
+        event.identity.learnt_from["rank"] = group.learnt_from.get("rank", "its file's writer")
+
+
 RESOLVERS: tuple[Callable[[_State], None], ...] = (
     from_path, from_first_lines, from_line_prefixes, from_group_prefixes, from_stated_ranks,
-    from_communicators, from_host_slots, from_pids,
+    from_communicators, from_host_slots, from_pids, settle_stated_ranks,
 )
 
 
