@@ -142,8 +142,8 @@ def from_first_lines(state: _State) -> None:
             rank, count = Counter(source.head_ranks).most_common(1)[0]
             if count >= 0.8 * sum(source.head_ranks.values()):
                 _set(state, key, ident, "rank", rank, "[rankN]: prefixes of the first lines")
-        if source.head_hosts:
-            host = Counter(source.head_hosts).most_common(1)[0][0]
+        if len(source.head_hosts) == 1:  # several hosts: a file that interleaves them
+            (host,) = source.head_hosts
             _set(state, key, ident, "host", host, "NCCL line prefixes of the first lines")
 
 
