@@ -240,17 +240,15 @@ def from_communicators(state: _State) -> None:
             continue
         rank = int(fields["rank"])
         key = state.writers.group_of[event.evidence.source]
-        if key in state.interleaved:
-            ident = Identity()  # the line's writer only; its pid carries it to its other lines
-        else:
-            ident = state.writers.identities.setdefault(key, Identity())
         if event.identity.rank is None:
             event.identity.rank = rank
             event.identity.learnt_from["rank"] = "rank in the world communicator's init line"
         elif event.identity.rank != rank:
             state.conflict(key, f"the world communicator says rank {rank}, the line's prefix "
                                 f"rank {event.identity.rank}")
-        _set(state, key, ident, "rank", rank, "rank in the world communicator's init line")
+        if key not in state.interleaved:  # else the line's writer only: its pid carries it on
+            ident = state.writers.identities.setdefault(key, Identity())
+            _set(state, key, ident, "rank", rank, "rank in the world communicator's init line")
 
 
 def from_host_slots(state: _State) -> None:
@@ -401,6 +399,14 @@ def _still_unknown(state: _State) -> Iterator[Event]:
             event.identity = event.identity.merged_over(group)
             continue
         yield event
+
+
+def about_another(event: Event) -> bool:
+    """A launcher's or a tool's line about a worker (`exitcode: -9 … rank: 3`), filed under the rank
+    it names: not a line that rank wrote."""
+    return event.family in (*_LAUNCHERS, "ras") and event.identity.learnt_from.get("rank") in (
+        "rank named in the message", "host and local rank, matched elsewhere",
+        "host's rank base plus local rank", "pid seen in the rank's own lines")
 
 
 def _launcher_record(event: Event) -> bool:

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from triage.groups import build_groups
-from triage.identity import resolve
+from triage.identity import about_another, resolve
 from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
 from triage.parse.clock import YEARLESS
 from triage.ranks import parse_ranks
@@ -67,7 +67,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
             continue  # agents, Slurm, RAS lines about no one rank: still in `events`
         st = state(event.identity.rank)
         st.events.append(event)
-        if not _about_another(event):
+        if not about_another(event):
             st.has_log = True
         st.host = st.host or event.identity.host
         if st.local_rank is None:
@@ -92,14 +92,8 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
     )
 
 
-def _about_another(event: Event) -> bool:
-    """A launcher's line about a worker (`exitcode: -9 … rank: 3`) is not a line of that worker."""
-    return event.family in ("torchrun", "slurm") and event.identity.learnt_from.get("rank") in (
-        "rank named in the message", "host and local rank, matched elsewhere",
-        "host's rank base plus local rank", "pid seen in the rank's own lines")
-
-
-_INIT_CALLS = ("init_process_group", "new_group", "_new_group_with_tag", "_store_based_barrier")
+# torch.distributed calls a traceback can be inside while the process group is being made.
+INIT_CALLS = ("init_process_group", "new_group", "_new_group_with_tag", "_store_based_barrier")
 # Which milestone an event marks when its rule names none.
 _KIND_MILESTONES = {Kind.INIT_START: Milestone.INIT_STARTED, Kind.INIT_DONE: Milestone.INIT_DONE}
 
@@ -109,7 +103,7 @@ def place_milestone(state: RankState) -> None:
     best: Milestone | None = Milestone.STARTED if state.has_log else None
     evidence = state.last_lines[0] if state.last_lines and state.has_log else None
     for event in state.events:
-        if _about_another(event):
+        if about_another(event):
             if event.kind is Kind.EXIT:
                 state.tore_down = True
             continue
@@ -137,7 +131,7 @@ def milestone_of(event: Event) -> Milestone | None:
         return Milestone.FIRST_COLLECTIVE  # collectives complete in order: the one before did
     if event.kind in _KIND_MILESTONES:
         return _KIND_MILESTONES[event.kind]
-    if fields.get("call") in _INIT_CALLS:
+    if fields.get("call") in INIT_CALLS:
         return Milestone.INIT_STARTED  # its traceback is inside init_process_group / new_group
     if event.identity.learnt_from.get("rank") == "[rankN]: prefix" and event.family in (
             "pytorch", "python", "gloo", "store", "job"):

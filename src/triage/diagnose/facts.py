@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.fields import signal_name
+from triage.identity import about_another
 from triage.job import Job
 from triage.model import Event, Kind, RankState
 
@@ -107,17 +108,11 @@ def rank_facts(job: Job) -> dict[int, RankFacts]:
                 f.peer_errors.append(event)
             elif event.kind is Kind.EXIT:
                 f.exits.append(event)
-            elif event.kind is Kind.CULPRIT_NAMED and not _about_another(event):
+            elif event.kind is Kind.CULPRIT_NAMED and not about_another(event):
                 f.detections.append(event)
         f.self_failures = _self_failures(f, consequence_lines)
         facts[rank] = f
     return facts
-
-
-def _about_another(event: Event) -> bool:
-    """A line filed under the rank it names (a launcher's or a tool's report), not its writer's."""
-    return event.identity.learnt_from.get("rank") == "rank named in the message" and event.family in (
-        "torchrun", "slurm", "ras")
 
 
 def _names_itself(event: Event, rank: int) -> bool:

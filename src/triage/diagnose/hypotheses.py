@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from triage.diagnose.facts import RankFacts, is_crash_exit, is_victim_exit
 from triage.diagnose.phase import job_phase
-from triage.job import Job
+from triage.job import INIT_CALLS, Job
 from triage.model import Category, Culprit, Event, Evidence, Hypothesis, Kind, Phase, ProcessGroup
 from triage.ranks import fmt_ranks, parse_ranks
 
@@ -347,7 +347,7 @@ def fingerprint_mismatch(ctx: Context) -> Hypothesis | None:
                 fingerprints[seq].setdefault(int(fields["peer_rank"]), _signature(
                     fields["peer_op"], fields.get("peer_shape"), fields.get("peer_dtype")))
             evidence[writer].append(event)
-        elif "call" in fields and event.rank is not None and fields["call"] not in _INIT_CALLS:
+        elif "call" in fields and event.rank is not None and fields["call"] not in INIT_CALLS:
             calls[event.rank] = (fields["call"], event)  # the innermost frame comes last
     for seq, by_rank in sorted(fingerprints.items(), key=lambda kv: int(kv[0])):
         odd, common = _minority(by_rank, minimum=3)
@@ -378,9 +378,6 @@ def fingerprint_mismatch(ctx: Context) -> Hypothesis | None:
                       f"{', '.join(sorted({by_call[r] for r in odd}))}(): the ranks issued "
                       "different collectives, so none could complete.")
     return None
-
-
-_INIT_CALLS = {"init_process_group", "new_group", "_new_group_with_tag", "_store_based_barrier"}
 
 
 def _signature(op: str, shape: str | None, dtype: str | None) -> str:
