@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
@@ -105,9 +107,68 @@ def repro(tmp_path: Path, *args: str, fmt: str = "json", env: dict[str, str] | N
     return run(command, log_dir, env=env)
 
 
-def torchrun(tmp_path: Path, *args: str) -> Run:
-    log_dir = tmp_path / "logs"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4",
-               "-m", "triage", "repro", "--backend", "gloo", "--sizes", "1K,64K", "--iters", "2",
-               "--log-dir", str(log_dir), "--format", "json", *args]
-    return run(command, log_dir)
+@dataclass
+class Job:
+    """A `triage repro` job under real torchrun: one or more agents, as on one or more nodes."""
+
+    code: int  # the worst exit code of the agents (torchrun exits 1 when any rank did)
+    console: str  # what agent 0 (rank 0's node) printed, stdout and stderr
+    consoles: list[str]
+    elapsed: float
+    cwd: list[Path]  # each agent's current directory (its node's default log folder goes there)
+    leftovers: list[int]
+
+    @property
+    def report_path(self) -> Path:
+        match = re.search(r"^report: (\S+)$", self.console, re.M)
+        assert match, f"no report path printed:\n{self.console}"
+        return self.cwd[0] / match[1]
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.report_path.with_name("triage-report.json").read_text())
+        verdict: dict[str, Any] = data["verdict"]
+        return verdict
+
+    def culprit_ranks(self) -> list[int]:
+        return sorted({c["rank"] for c in self.verdict["culprits"] if c.get("rank") is not None})
+
+
+def torchrun_job(tmp_path: Path, agents: int, nproc: int, *args: str, timeout: float = 180) -> Job:
+    """Run `triage repro` under `agents` torchrun agents of `nproc` ranks each; no --log-dir."""
+    mark = uuid.uuid4().hex
+    env = dict(os.environ, **{MARK: mark, "CI": "1", "PYTHONUNBUFFERED": "1"})
+    port = free_port()
+    cwds = []
+    procs = []
+    started = time.monotonic()
+    for node in range(agents):
+        cwd = tmp_path / f"node{node}"
+        cwd.mkdir()
+        cwds.append(cwd)
+        rendezvous = (["--standalone"] if agents == 1 else
+                      ["--nnodes", str(agents), "--node-rank", str(node), "--master-addr", "127.0.0.1",
+                       "--master-port", str(port)])
+        command = [sys.executable, "-m", "torch.distributed.run", *rendezvous, "--nproc-per-node", str(nproc),
+                   "-m", "triage", "repro", "--backend", "gloo", "--sizes", "1K,64K", "--iters", "2", *args]
+        procs.append(subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            raise
+        outputs.append(out)
+    elapsed = time.monotonic() - started
+    codes = [p.returncode for p in procs]
+    return Job(max(codes, key=abs), outputs[0], outputs, elapsed, cwds, wait_gone(mark, within=5.0))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

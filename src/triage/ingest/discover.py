@@ -8,6 +8,10 @@ from pathlib import Path
 
 from triage.ingest.open import Stream, Unreadable, expand
 
+# What `triage repro` writes next to the logs it analysed: a verdict, not a log of the job.
+REPORT_TEXT, REPORT_JSON = "triage-report.txt", "triage-report.json"
+OWN_REPORTS = frozenset({REPORT_TEXT, REPORT_JSON})
+
 
 def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
     """Each file named or found under a named folder, in a stable order; problems as Unreadable."""
@@ -22,7 +26,8 @@ def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
                 dirs.sort()
                 for name in sorted(files):
                     found = True
-                    yield Path(root) / name
+                    if name not in OWN_REPORTS:
+                        yield Path(root) / name
             if not found:
                 yield Unreadable(raw, "folder holds no files")
         elif path.is_file():

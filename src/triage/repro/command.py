@@ -6,23 +6,21 @@ torch is imported inside the command only, so that `triage analyze` neither need
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
-import regex
 import typer
 from rich.text import Text
 
 from triage import exitcodes
 from triage.api import analyze
+from triage.ingest.discover import REPORT_JSON, REPORT_TEXT  # `analyze` skips these in a folder
 from triage.report import render
-from triage.repro import launch, present
-from triage.repro.coordinator import PhaseRow, run_standalone
+from triage.repro import launch, launched, placement, present
+from triage.repro.coordinator import Outcome, run_standalone
 from triage.repro.options import (
     BACKENDS,
     DEFAULT_ITERS,
@@ -35,22 +33,22 @@ from triage.repro.options import (
     deadlines_from,
     parse_sizes,
 )
-from triage.repro.protocol import PHASES, StatusPipe
-from triage.repro.supervise import SpawnError
+from triage.repro.protocol import PHASES
+from triage.repro.store import StoreError
+from triage.repro.supervise import SpawnError, fork_waiting_rank
 
 if TYPE_CHECKING:
     from triage.model import Report
-    from triage.repro.worker import Rank
 
 INSTALL_HINT = "triage repro needs PyTorch: pip install 'triage[repro]'"
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
-REPORT_WAIT_S = 5.0  # under a launcher, rank 0 waits this long for the other ranks' last lines
 FORMATS = ("terminal", "json")
 HELP = (
     "Check live that every rank can reach every other: communicator init, first collective, then "
     "timed and verified all-reduces, each phase under its own deadline; names the rank, link and "
     "phase at fault with the same engine as `analyze`. Standalone it launches --world-size local "
-    "ranks (one per GPU with NCCL); under torchrun, srun or mpirun each process is one rank. "
+    "ranks (one per GPU with NCCL); under torchrun, srun or mpirun each process is one rank, and rank 0 "
+    "reports for all. The verdict is printed and written to triage-report.txt in the log folder. "
     "Exit codes: " + "; ".join(f"{code} {text}" for code, text in exitcodes.TABLE) + "."
 )
 
@@ -67,6 +65,10 @@ def repro(
     world_size: Annotated[int | None, typer.Option(
         "--world-size", "-n", min=1, help="Ranks to launch (default: one per visible GPU; 2 on CPU).")] = None,
     backend: Annotated[str, typer.Option(help="auto (nccl when a GPU is visible), nccl or gloo.")] = "auto",
+    ranks_per_gpu: Annotated[int, typer.Option(
+        min=1, help="Ranks sharing each GPU (NCCL), each its own NCCL host (NCCL_HOSTID): NCCL then "
+                    "connects them over its network transport, so this tests the network path of one "
+                    "node (NCCL_SOCKET_IFNAME, NCCL_IB_HCA are respected), not the GPU's links.")] = 1,
     timeout: Annotated[float, typer.Option(help="Deadline of each phase, in seconds.")] = DEFAULT_TIMEOUT_S,
     timeout_comm_init: Annotated[float | None, typer.Option(help="Deadline of comm_init (s).")] = None,
     timeout_operator_load: Annotated[float | None, typer.Option(help="Deadline of operator_load (s).")] = None,
@@ -82,10 +84,9 @@ def repro(
     inject_rank: Annotated[int, typer.Option(min=0, help="Rank that gets the fault.")] = 1,
     inject_phase: Annotated[str, typer.Option(help=f"Phase of the fault: {', '.join(PHASES)}.")] = "execution",
     log_dir: Annotated[Path | None, typer.Option(
-        help="Where the ranks write their logs (default: a new temporary folder).")] = None,
+        help="Where the ranks write their logs and the report (default: a new folder "
+             "triage-repro-<time> in the current directory; under a launcher, on every node).")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="Output: terminal or json.")] = "terminal",
-    keep_logs: Annotated[bool, typer.Option(
-        "--keep-logs", help="Keep the temporary log folder of a run that passed.")] = False,
 ) -> None:
     if importlib.util.find_spec("torch") is None:
         _fail(INSTALL_HINT)
@@ -104,80 +105,67 @@ def repro(
         env = launch.detect(os.environ)
     except (OptionError, launch.LaunchError) as exc:
         _fail(str(exc))
-    settings = _Settings(world_size, backend, deadlines, sizes, iters, bisect,
-                         Injection(inject, inject_rank, inject_phase) if inject else None,
-                         log_dir, fmt, keep_logs)
+    settings = _Settings(world_size, backend, ranks_per_gpu, deadlines, sizes, iters, bisect,
+                         Injection(inject, inject_rank, inject_phase) if inject else None, log_dir, fmt)
+    if env is not None:
+        raise typer.Exit(_launched(settings, env))
     try:
-        if env is not None:
-            _launched(settings, env)  # never returns: each rank ends its own process
         code = _standalone(settings)
-    except (OptionError, ReproError) as exc:
+    except (OptionError, ReproError, placement.PlacementError) as exc:
         _fail(str(exc))
     raise typer.Exit(code)
 
 
 class _Settings:
-    def __init__(self, world_size: int | None, backend: str, deadlines: dict[str, float],
+    def __init__(self, world_size: int | None, backend: str, ranks_per_gpu: int, deadlines: dict[str, float],
                  sizes: str | None, iters: int, bisect: bool, inject: Injection | None,
-                 log_dir: Path | None, fmt: str, keep_logs: bool) -> None:
-        self.world_size, self.backend, self.deadlines = world_size, backend, deadlines
-        self.sizes, self.iters, self.bisect, self.inject = sizes, iters, bisect, inject
-        self.log_dir, self.fmt, self.keep_logs = log_dir, fmt, keep_logs
+                 log_dir: Path | None, fmt: str) -> None:
+        self.world_size, self.backend, self.ranks_per_gpu = world_size, backend, ranks_per_gpu
+        self.deadlines, self.sizes, self.iters, self.bisect = deadlines, sizes, iters, bisect
+        self.inject, self.log_dir, self.fmt = inject, log_dir, fmt
 
     def options(self, backend: str, world: int, log_dir: Path) -> ReproOptions:
         if self.inject is not None and not 0 <= self.inject.rank < world:
             raise OptionError(f"--inject-rank {self.inject.rank} is outside the {world} ranks (0-{world - 1})")
+        if self.ranks_per_gpu > 1 and backend != "nccl":
+            raise OptionError("--ranks-per-gpu shares GPUs between NCCL ranks: it needs --backend nccl "
+                              "(or a visible GPU)")
         return ReproOptions(backend=backend, deadlines=self.deadlines,
                             sizes=parse_sizes(self.sizes or DEFAULT_SIZES[backend]), iters=self.iters,
                             log_dir=str(log_dir), inject=self.inject, group=list(range(world)),
-                            job_world_size=world)
+                            job_world_size=world, ranks_per_gpu=self.ranks_per_gpu)
+
+    def backend_here(self) -> tuple[str, int]:
+        """The backend of this run and how many GPUs this process sees."""
+        gpus = placement.visible_gpus() if self.backend in ("auto", "nccl") else 0
+        return placement.resolve_backend(self.backend, gpus), gpus
 
 
-def _fail(message: str) -> NoReturn:
-    present.console(sys.stderr).print(Text(f"triage: error: {message}"))
+def _fail(message: str, out: TextIO | None = None) -> NoReturn:
+    present.console(out or sys.stderr).print(Text(f"triage: error: {message}"))
     raise typer.Exit(exitcodes.USAGE_OR_INPUT_ERROR)
-
-
-def _gpus() -> list[str]:
-    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (empty without CUDA)."""
-    import torch  # here only: the CLI must load, and `analyze` run, without torch
-
-    if not torch.cuda.is_available():
-        return []
-    count = torch.cuda.device_count()
-    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    return visible[:count] if visible else [str(i) for i in range(count)]
-
-
-def _resolve_backend(requested: str, have_gpus: bool) -> str:
-    if requested == "auto":
-        return "nccl" if have_gpus else "gloo"
-    if requested == "nccl" and not have_gpus:
-        raise ReproError("--backend nccl: no GPU is visible to this process (use --backend gloo on CPU)")
-    return requested
 
 
 # -- standalone ---------------------------------------------------------------------------------
 
 def _standalone(s: _Settings) -> int:
-    gpus = _gpus() if s.backend in ("auto", "nccl") else []
-    backend = _resolve_backend(s.backend, bool(gpus))
+    backend, gpus = s.backend_here()
     if backend == "nccl":
-        world = s.world_size or len(gpus)
-        if world > len(gpus):
-            raise ReproError(f"--world-size {world}: only {len(gpus)} GPUs are visible (one rank per GPU)")
+        world = s.world_size or gpus * s.ranks_per_gpu
+        placement.check_local_ranks(world, gpus, s.ranks_per_gpu, "--world-size")
     else:
         world = s.world_size or 2
     if world < 2:
         raise ReproError("--world-size must be at least 2: a collective needs two ranks")
-    log_dir, temporary = _log_dir(s.log_dir)
-    opts = s.options(backend, world, log_dir)
+    opts = s.options(backend, world, Path())
+    log_dir = new_log_dir(s.log_dir)
+    opts.log_dir = str(log_dir)
     con = present.console(sys.stdout)
     if s.fmt == "terminal":
         present.header(con, opts, "on this host")
-    _progress(f"running {world} ranks; logs in {log_dir}")
+    say_logs(log_dir, s.fmt, at_start=True)
     try:
-        outcome = run_standalone(opts, gpus[:world] if backend == "nccl" else None, s.bisect)
+        outcome = run_standalone(opts, s.bisect)
     except SpawnError as exc:
         raise ReproError(f"{exc}: the reason is in {log_dir / 'coordinator.log'}") from None
     except KeyboardInterrupt:
@@ -185,138 +173,115 @@ def _standalone(s: _Settings) -> int:
         present.console(sys.stderr).print(Text(f"triage repro: interrupted; the ranks were ended; "
                                                f"logs in {log_dir}"))
         raise typer.Exit(INTERRUPTED) from None
-    report = _analyze(log_dir, world)
+    return deliver(outcome, log_dir, s.fmt)
+
+
+def new_log_dir(given: Path | None) -> Path:
+    """The folder of this run: the one given (empty or new), else a new one under the current directory."""
+    if given is None:
+        given = Path(launched.fresh_log_dir_name())
+    if given.exists() and (not given.is_dir() or any(given.iterdir())):
+        raise ReproError(f"--log-dir {given}: not an empty folder (old logs would mix with this run's)")
+    given.mkdir(parents=True, exist_ok=True)
+    return given
+
+
+# -- the verdict, in both modes -------------------------------------------------------------------
+
+def deliver(outcome: Outcome, log_dir: Path, fmt: str) -> int:
+    """Analyse the run's logs with `analyze`'s engine; print the verdict and write it to the log folder."""
+    report = analyze([log_dir], world_size=outcome.run.opts.job_world_size)
     code = exitcodes.exit_code(report)
     unexplained = code == exitcodes.NO_FAILURE and (outcome.failed or outcome.slow)
     if unexplained:
         # The run itself saw a failure that no rule recognised: never report that as a pass.
         code = exitcodes.INCONCLUSIVE
-    keep = s.keep_logs or not temporary or code != exitcodes.NO_FAILURE
-    if s.fmt == "terminal":
-        present.phases(con, outcome.phases)
-        present.bandwidth(con, outcome.run.result)
-        present.bisection(con, outcome.bisection, outcome.judgement)
-        con.print()
-    _render(report, s.fmt)
-    if unexplained:
-        present.console(sys.stderr if s.fmt == "json" else sys.stdout).print(Text(
-            "triage repro: the run failed (see its phases) but no rule recognised why in its logs: "
-            "inconclusive", style="bold"))
-    if keep:
-        _say_logs(log_dir, s.fmt)
+    text = io.StringIO()
+    _print_run(text, outcome, report, unexplained, color=False)
+    (log_dir / REPORT_TEXT).write_text(text.getvalue(), encoding="utf-8")
+    with open(log_dir / REPORT_JSON, "w", encoding="utf-8") as f:
+        render(report, "json", f)
+    if fmt == "terminal":
+        _print_run(sys.stdout, outcome, report, unexplained, color=None)
     else:
-        shutil.rmtree(log_dir, ignore_errors=True)
-        shutil.rmtree(log_dir.with_name(log_dir.name + ".bisect"), ignore_errors=True)
-        if s.fmt == "terminal":
-            con.print(Text("logs: removed, the run passed (--keep-logs keeps them)", style="dim"))
+        render(report, "json", sys.stdout)
+    sys.stdout.flush()
+    say_logs(log_dir, fmt, at_start=False)
     return code
 
 
-def _log_dir(given: Path | None) -> tuple[Path, bool]:
-    if given is None:
-        return Path(tempfile.mkdtemp(prefix="triage-repro-")), True
-    if given.exists() and (not given.is_dir() or any(given.iterdir())):
-        raise ReproError(f"--log-dir {given}: not an empty folder (old logs would mix with this run's)")
-    given.mkdir(parents=True, exist_ok=True)
-    return given, False
+def _print_run(out: TextIO, outcome: Outcome, report: Report, unexplained: bool, color: bool | None) -> None:
+    con = present.console(out, color=color)
+    present.phases(con, outcome.phases)
+    present.bandwidth(con, outcome.run.result)
+    present.bisection(con, outcome.bisection, outcome.judgement)
+    con.print()
+    render(report, "terminal", out, color=color)
+    if unexplained:
+        con.print(Text("triage repro: the run failed (see its phases) but no rule recognised why in its "
+                       "logs: inconclusive", style="bold"))
 
 
-def _analyze(log_dir: Path, world: int) -> Report:
-    return analyze([log_dir], world_size=world)
-
-
-def _render(report: Report, fmt: str) -> None:
-    render(report, fmt, sys.stdout)
-    sys.stdout.flush()
-
-
-def _say_logs(log_dir: Path, fmt: str) -> None:
+def say_logs(log_dir: Path, fmt: str, *, at_start: bool) -> None:
     stream = sys.stderr if fmt == "json" else sys.stdout  # json: stdout holds the report only
+    if at_start:
+        present.console(stream).print(Text(f"logs: {log_dir}", style="dim"))
+        return
     bisect_dir = log_dir.with_name(log_dir.name + ".bisect")
     extra = f" (bisection: {bisect_dir})" if bisect_dir.is_dir() else ""
-    present.console(stream).print(Text(f"logs: {log_dir}{extra}  (triage analyze {log_dir})"))
+    present.console(stream).print(Text(f"report: {log_dir / REPORT_TEXT}\nlogs: {log_dir}{extra}  "
+                                       f"(triage analyze {log_dir})"))
 
 
-def _progress(message: str) -> None:
-    """Progress on stderr, only for a person at a terminal."""
-    if sys.stderr.isatty() and not os.environ.get("CI"):
-        present.console(sys.stderr).print(Text(message, style="dim"))
+# -- under a launcher -----------------------------------------------------------------------------
 
-
-# -- under a launcher ---------------------------------------------------------------------------
-
-def _launched(s: _Settings, env: launch.RankEnv) -> NoReturn:
-    from triage.repro.worker import Rank  # imports torch
-
-    gpus = _gpus() if s.backend in ("auto", "nccl") else []
-    backend = _resolve_backend(s.backend, bool(gpus))
-    if s.world_size is not None and s.world_size != env.world_size:
-        raise ReproError(f"--world-size {s.world_size} differs from the {env.world_size} ranks that "
-                         f"{env.launcher} launched")
-    # Every rank on a host must find the same folder without talking: derive it from the job id
-    # and the launcher process they share on this host (torchrun's run id is often just "none").
-    safe = regex.sub(r"[^\w.-]+", "_", f"{env.run_id}-{os.getppid()}")
-    log_dir = s.log_dir or Path(tempfile.gettempdir()) / f"triage-repro-{safe}"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    opts = s.options(backend, env.world_size, log_dir)
-    if env.rank == 0 and s.bisect:
-        present.console(sys.stderr).print(Text(
-            "triage repro: --bisect runs standalone only (it launches its own smaller groups): "
-            "run `triage repro --bisect` on the suspect host"))
-
-    def report(code: int, rank: Rank) -> int:
-        return _report_launched(s, opts, env, rank, code)
-
-    Rank(opts, env, env.rank, StatusPipe(None), on_end=report if env.rank == 0 else None).run()
-
-
-def _report_launched(s: _Settings, opts: ReproOptions, env: launch.RankEnv, rank: Rank, code: int) -> int:
-    log_dir = Path(opts.log_dir)
-    _wait_for_last_lines(log_dir)
-    report = _analyze(log_dir, env.world_size)
-    if s.fmt == "terminal":
-        con = present.console(sys.stdout)
-        present.header(con, opts, f"under {env.launcher} ({env.nodes} node{'s' if env.nodes > 1 else ''})")
-        present.phases(con, _own_phases(rank))
-        present.bandwidth(con, rank.result)
-        con.print()
-    _render(report, s.fmt)
-    _say_logs(log_dir, s.fmt)
-    if env.nodes > 1:
-        present.console(sys.stderr).print(Text(
-            "the logs of other nodes stay on those nodes: gather them and run `triage analyze` over all"))
-    return exitcodes.exit_code(report)
-
-
-def _wait_for_last_lines(log_dir: Path) -> None:
-    """Until every rank log in the folder ends with its `finished:` line, or REPORT_WAIT_S."""
-    until = time.monotonic() + REPORT_WAIT_S
-    while time.monotonic() < until:
-        pending = [p for p in log_dir.glob("rank*.log") if b" finished: " not in _tail(p)]
-        if not pending:
-            return
-        time.sleep(0.1)
-
-
-def _tail(path: Path, size: int = 4096) -> bytes:
+def _launched(s: _Settings, env: launch.RankEnv) -> int:
+    """This process supervises rank `env.rank`; rank 0's also reports for every rank (launched.py)."""
+    speaks = env.local_rank == 0  # one line per host for what every process on it would say alike
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - size))
-            return f.read()
-    except OSError:
-        return b""
-
-
-def _own_phases(rank: Rank) -> list[PhaseRow]:
-    """Rank 0's own view of the phases (under a launcher there is no coordinator to ask)."""
-    rows = []
-    current = rank.watchdog.phase
-    for phase in PHASES:
-        if phase in rank.phase_secs:
-            rows.append(PhaseRow(phase, "pass", rank.phase_secs[phase]))
-        elif phase == current:
-            status = "stuck" if rank.end_status == "stuck" else "FAILED"
-            rows.append(PhaseRow(phase, status, None, f"at rank 0: {rank.watchdog.step}"))
-        else:
-            rows.append(PhaseRow(phase, "not reached", None))
-    return rows
+        if s.world_size is not None and s.world_size != env.world_size:
+            raise OptionError(f"--world-size {s.world_size} differs from the {env.world_size} ranks that "
+                              f"{env.launcher} launched")
+        backend, gpus = s.backend_here()
+        if backend == "nccl":
+            placement.check_local_ranks(env.local_world_size, gpus, s.ranks_per_gpu, env.option("processes"))
+            env.device = launch.gpu_of(env.local_rank, s.ranks_per_gpu)
+            if s.ranks_per_gpu > 1:
+                env.nccl_hostid = f"triage-repro-{env.run_id}-rank{env.rank}"
+        opts = s.options(backend, env.world_size, Path())
+    except (OptionError, placement.PlacementError) as exc:
+        if speaks:
+            _fail(str(exc))
+        raise typer.Exit(exitcodes.USAGE_OR_INPUT_ERROR) from None
+    waiting = fork_waiting_rank()  # before this process starts threads (the store, below)
+    comm_init = s.deadlines["comm_init"]
+    try:
+        store = launched.connect(env, comm_init)
+        log_dir = launched.agree_on_log_dir(store, env, s.log_dir, comm_init)
+    except (StoreError, RuntimeError, OSError) as exc:
+        os.close(waiting.go)  # the waiting rank process exits quietly
+        what = str(exc) if isinstance(exc, StoreError) else (
+            f"the rendezvous at {env.master_addr}:{env.master_port} failed before the ranks started "
+            f"({str(exc).splitlines()[0][:200]})")
+        _fail(f"rank {env.rank}: {what}: check {env.option('address')}")
+    stop = launched.Stop()
+    stop.install()  # from now on the launcher's SIGTERM is ours to act on, not a sudden death
+    opts.log_dir = str(log_dir)
+    log = launched.RecordingLog(log_dir / "coordinator.log", "coordinator")
+    console_out = launched.keep_native_noise_in(log.fd)
+    nodes = f"{env.nodes} node{'s' if env.nodes > 1 else ''}"
+    if env.rank == 0:
+        if s.fmt == "terminal":
+            present.header(present.console(sys.stdout), opts, f"under {env.launcher} ({nodes})")
+        say_logs(log_dir, s.fmt, at_start=True)
+        log.line(f"launching {env.world_size} ranks (world size {env.world_size}) under {env.launcher} on "
+                 f"{nodes}, backend {backend}, pid {os.getpid()}")
+        if s.bisect:
+            present.console(console_out).print(Text(
+                "triage repro: --bisect runs standalone only (it launches its own smaller groups): "
+                "run `triage repro --bisect` on the suspect host"))
+    elif speaks and env.nodes > 1:
+        present.console(console_out).print(Text(f"triage repro: the logs of this node ({launched.host_name()}) "
+                                                f"are in {log_dir}", style="dim"))
+    supervisor = launched.Launched(opts, env, store, log_dir, launched.new_run(opts, env, log), waiting, stop)
+    return launched.run(supervisor, log, lambda outcome, folder: deliver(outcome, folder, s.fmt))

@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from triage.repro import bisect
+from triage.repro import bisect, store
 from triage.repro.bandwidth import gbps
-from triage.repro.launch import free_port
+from triage.repro.launch import RankEnv, gpu_of
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions, format_size
 from triage.repro.protocol import PHASES
@@ -46,6 +46,7 @@ def phase_rows(run: Run) -> list[PhaseRow]:
     for phase in PHASES:
         done = [p for p in run.procs if phase in p.phase_secs]
         died = [p.job_rank for p in run.procs if p.died == phase]
+        lost = [p.job_rank for p in run.procs if p.lost and p.phase == phase]
         stuck = [p.job_rank for p in run.procs if p.phase == phase and p.end is not None
                  and p.end.get("status") == "stuck"]
         ended = [p.job_rank for p in run.procs if p.phase == phase
@@ -53,7 +54,9 @@ def phase_rows(run: Run) -> list[PhaseRow]:
         failed = {p.job_rank: p.failed[phase] for p in run.procs if phase in p.failed}
         reached = [p for p in run.procs if p.phase_secs.get(phase) is not None or p.phase == phase]
         seconds = max((p.phase_secs[phase] for p in done), default=None)
-        if died:
+        if lost:
+            rows.append(PhaseRow(phase, "lost", None, f"no word from rank {_ranks(lost)}"))
+        elif died:
             detail = f"rank {_ranks(died)} died"
             if failed:
                 detail += f"; failed after it: {_ranks(list(failed))}"
@@ -86,24 +89,44 @@ def _slow(run: Run) -> bool:
     return bool(result.get("late")) or result.get("shortfall") is not None
 
 
-def _new_run(opts: ReproOptions, log: LineLog, devices: list[str] | None) -> Run:
-    picked = [devices[r] for r in opts.group] if devices is not None else None
-    return Run(opts=opts, port=free_port(), log=log, devices=picked)
+def rank_extra_env(opts: ReproOptions) -> dict[str, str]:
+    """What every rank's environment gets besides its identity."""
+    if opts.backend != "nccl" or "NCCL_DEBUG" in os.environ:
+        return {}
+    # NCCL's INFO lines say which transport it chose (read back for the bandwidth verdict) and
+    # land in the rank's log, where `analyze` reads them too.
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,NET"}
 
 
-def run_standalone(opts: ReproOptions, devices: list[str] | None, do_bisect: bool) -> Outcome:
+def _new_run(opts: ReproOptions, log: LineLog) -> Run:
+    """A run of `opts.group` on this host, around a store we host on a free port."""
+    hosted = store.host(0, 2 * max(opts.deadlines.values()) + 10, addr="127.0.0.1")
+    world = len(opts.group)
+    key = "-".join(map(str, opts.group))
+    envs = [RankEnv(launcher="triage repro", rank=index, world_size=world, local_rank=index,
+                    local_world_size=world, master_addr="127.0.0.1", master_port=hosted.port, run_id=key,
+                    device=gpu_of(job_rank, opts.ranks_per_gpu) if opts.backend == "nccl" else None,
+                    nccl_hostid=f"triage-repro-rank{job_rank}" if opts.ranks_per_gpu > 1 else None)
+            for index, job_rank in enumerate(opts.group)]
+    return Run(opts=opts, envs=envs, log=log, extra_env=rank_extra_env(opts), store=hosted)
+
+
+def run_standalone(opts: ReproOptions, do_bisect: bool) -> Outcome:
     log_dir = Path(opts.log_dir)
     log = LineLog(log_dir / "coordinator.log", "coordinator")
     world = len(opts.group)
     log.line(f"launching {world} ranks (world size {world}) on this host, backend {opts.backend}, "
              f"pid {os.getpid()}")
-    run = _new_run(opts, log, devices)
+    if opts.ranks_per_gpu > 1:
+        log.line(f"{opts.ranks_per_gpu} ranks per GPU, each its own NCCL host (NCCL_HOSTID): NCCL connects "
+                 "them over its network transport, so this measures the network path, not the GPU's links")
+    run = _new_run(opts, log)
     try:
         supervise([run], log.fd)
         outcome = Outcome(run, phase_rows(run), _failed(run), _slow(run))
         if do_bisect:
             if outcome.failed or outcome.slow:
-                _bisect(outcome, opts, devices, log)
+                _bisect(outcome, opts, log)
             else:
                 log.line("bisect: the whole group passed; nothing to bisect")
     finally:
@@ -133,7 +156,7 @@ def _group_result(run: Run) -> bisect.GroupResult:
     return bisect.GroupResult(ranks, failed=False, busbw=busbw)
 
 
-def _bisect(outcome: Outcome, opts: ReproOptions, devices: list[str] | None, log: LineLog) -> None:
+def _bisect(outcome: Outcome, opts: ReproOptions, log: LineLog) -> None:
     base = Path(opts.log_dir)
     # Sub-group logs stay out of the main log folder: `triage analyze <log_dir>` must see one job.
     root = base.with_name(base.name + ".bisect")
@@ -143,8 +166,7 @@ def _bisect(outcome: Outcome, opts: ReproOptions, devices: list[str] | None, log
         runs = []
         for a, b in pairs:
             sub = replace(opts, group=[a, b], log_dir=str(root / f"group-{a}-{b}"))
-            runs.append(_new_run(sub, LineLog(root / f"group-{a}-{b}" / "coordinator.log", "coordinator"),
-                                 devices))
+            runs.append(_new_run(sub, LineLog(root / f"group-{a}-{b}" / "coordinator.log", "coordinator")))
         try:
             supervise(runs, log.fd)
         finally:

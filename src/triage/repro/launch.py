@@ -8,10 +8,11 @@ MPICH/Intel MPI PMI_RANK/PMI_SIZE. Without any of them, `triage repro` launches 
 
 from __future__ import annotations
 
+import json
 import socket
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import regex
 
@@ -33,10 +34,43 @@ class RankEnv:
     master_port: int
     run_id: str  # the same on every rank of the job: names the shared log folder
     use_agent_store: bool = False  # torchrun's agent hosts the TCPStore, not rank 0
+    device: int | None = None  # the CUDA device (index among the visible ones) this rank uses
+    nccl_hostid: str | None = None  # --ranks-per-gpu: this rank's own NCCL host identity
 
     @property
     def nodes(self) -> int:
         return max(1, -(-self.world_size // max(1, self.local_world_size)))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RankEnv:
+        return cls(**json.loads(text))
+
+    def option(self, what: str) -> str:
+        """The launcher's own name for a setting, so that an error speaks the user's words."""
+        return LAUNCHER_OPTIONS.get(self.launcher, LAUNCHER_OPTIONS["triage repro"])[what]
+
+
+# What a user changes to fix a setting, per launcher: `processes` (ranks started on one host)
+# and `address` (where the rendezvous is).
+LAUNCHER_OPTIONS = {
+    "torchrun": {"processes": "torchrun --nproc-per-node", "address": "torchrun --master-addr/--master-port"
+                 " (or --rdzv-endpoint)"},
+    "srun": {"processes": "srun --ntasks-per-node (or --gpus-per-task 1)",
+             "address": "MASTER_ADDR/MASTER_PORT in the job's environment"},
+    "mpirun": {"processes": "mpirun -npernode (or --map-by ppr:N:node)",
+               "address": "mpirun -x MASTER_ADDR=… -x MASTER_PORT=…"},
+    "env": {"processes": "the number of processes started on this host (LOCAL_WORLD_SIZE)",
+            "address": "MASTER_ADDR/MASTER_PORT"},
+    "triage repro": {"processes": "--world-size", "address": "MASTER_ADDR/MASTER_PORT"},
+}
+
+
+def gpu_of(local_rank: int, ranks_per_gpu: int) -> int:
+    """The visible GPU a local rank uses: K consecutive local ranks share one."""
+    return local_rank // max(1, ranks_per_gpu)
 
 
 def _int(env: Mapping[str, str], *names: str) -> int | None:

@@ -68,6 +68,7 @@ class ReproOptions:
     # Job ranks of the processes of this run, in group-rank order; the whole job unless bisecting.
     group: list[int] = field(default_factory=list)
     job_world_size: int = 0
+    ranks_per_gpu: int = 1  # >1: several ranks share a GPU, each its own NCCL host (NCCL_HOSTID)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

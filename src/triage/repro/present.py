@@ -15,7 +15,7 @@ from triage.repro.options import ReproOptions, format_size
 from triage.repro.protocol import PHASES
 
 _STYLE = {"pass": "green", "FAILED": "bold red", "stuck": "bold red", "crashed": "bold red",
-          "not reached": "dim"}
+          "lost": "bold red", "not reached": "dim"}
 
 
 def console(out: TextIO, color: bool | None = None) -> Console:
@@ -50,23 +50,29 @@ def phases(con: Console, rows: list[PhaseRow]) -> None:
 
 
 def bandwidth(con: Console, result: dict[str, Any] | None) -> None:
+    """The timed all-reduces as nccl-tests prints them (out-of-place columns), then the judgement."""
     if not result or not result.get("rows"):
         return
     world = int(result.get("world_size", 0))
     con.print()
-    con.print(Text(f"all-reduce bandwidth (float32 sum, {world} ranks; busbw = algbw x 2(n-1)/n "
-                   f"= algbw x {bus_factor(world):.2f}, GB/s = 10^9 B/s)", style="bold"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("size", "time", "algbw", "busbw"):
-        table.add_column(name, justify="right")
+    con.print(Text(f"all-reduce, {world} ranks (busbw = algbw x 2(n-1)/n = algbw x {bus_factor(world):.2f}; "
+                   "GB/s = 10^9 B/s; #wrong: elements that failed the checks)", style="bold"))
+    con.print(Text(f"#{'size':>12} {'count':>13} {'type':>9} {'redop':>7} {'root':>7} {'time':>8} "
+                   f"{'algbw':>7} {'busbw':>7} {'#wrong':>6}"))
+    con.print(Text(f"#{'(B)':>12} {'(elements)':>13} {'':>9} {'':>7} {'':>7} {'(us)':>8} "
+                   f"{'(GB/s)':>7} {'(GB/s)':>7} {'':>6}"))
     for row in result["rows"]:
-        table.add_row(format_size(int(row["size"])), f"{row['seconds'] * 1000:.3f} ms",
-                      f"{gbps(row['algbw'])} GB/s", f"{gbps(row['busbw'])} GB/s")
-    con.print(table)
+        count = int(row.get("count") or int(row["size"]) // 4)
+        con.print(Text(f" {int(row['size']):>12} {count:>13} {'float':>9} {'sum':>7} {-1:>7} "
+                       f"{row['seconds'] * 1e6:>8.2f} {row['algbw']:>7.2f} {row['busbw']:>7.2f} "
+                       f"{int(row.get('wrong', 0)):>6}"))
+    if result.get("transport"):
+        con.print(Text(f"transport: {result['transport']}"))
     expected = result.get("expected")
     if expected:
-        line = (f"expected for {expected['label']}: busbw {expected['low']:g}-{expected['high']:g} GB/s "
-                f"at large sizes ({expected['source']})")
+        span = (f"{expected['low']:g}" if expected["low"] == expected["high"]
+                else f"{expected['low']:g}-{expected['high']:g}")
+        line = f"expected for {expected['label']}: busbw {span} GB/s at large sizes ({expected['source']})"
         con.print(Text(line))
         if result.get("shortfall") is not None:
             con.print(Text(f"the largest size reached {result['shortfall']}% of that: slow", style="bold red"))

@@ -23,19 +23,21 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import regex
 
+from triage.repro.launch import RankEnv
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions
 from triage.repro.protocol import (
-    ENV_GROUP,
     ENV_LABEL,
     ENV_OPTIONS,
     ENV_PARENT,
+    ENV_RANK_ENV,
     ENV_STATUS_FD,
     decode_lines,
 )
@@ -67,6 +69,7 @@ class Proc:
     ended_by_us: str | None = None  # why we ended it
     hung_hard: bool = False  # faulthandler's backstop timer ended it (see watchdog.py)
     returncode: int | None = None
+    lost: bool = False  # launcher mode: no word came from its supervisor (its node or process is gone)
 
 
 @dataclass
@@ -74,9 +77,10 @@ class Run:
     """One group of ranks that run together: the whole job, or a bisect sub-group."""
 
     opts: ReproOptions
-    port: int
+    envs: list[RankEnv]  # the ranks we start (all of the group standalone, one under a launcher)
     log: LineLog  # the coordinator's log of this run
-    devices: list[str] | None = None  # CUDA_VISIBLE_DEVICES entry of each group rank
+    extra_env: dict[str, str] = field(default_factory=dict)  # for every rank (NCCL_DEBUG, …)
+    store: Any = None  # the TCPStore this run's ranks meet at, hosted by us (outlives any rank)
     procs: list[Proc] = field(default_factory=list)
     result: dict[str, Any] | None = None  # rank 0's findings
     death: tuple[int, float] | None = None  # first rank that died without reporting, and when
@@ -96,37 +100,112 @@ def _become_subreaper() -> None:
     raise SpawnError("triage repro runs its ranks on Linux only (it needs PR_SET_CHILD_SUBREAPER)")
 
 
-def _rank_spec(run: Run, index: int) -> tuple[dict[str, Any], int, Path]:
-    """What the zygote needs to start one rank: its environment and its two descriptors."""
+def _rank_env(run: Run, rank_env: RankEnv, status_fd: int) -> tuple[dict[str, str], Path]:
+    """One rank's environment (who it is, what to run) and its log file."""
     opts = run.opts
-    job_rank = opts.group[index]
+    job_rank = opts.group[rank_env.rank]
     log_path = Path(opts.log_dir) / f"rank{job_rank}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    reader, writer = os.pipe()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     env = {
-        "RANK": str(index), "WORLD_SIZE": str(len(opts.group)), "LOCAL_RANK": str(index),
-        "LOCAL_WORLD_SIZE": str(len(opts.group)), "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(run.port), ENV_OPTIONS: opts.to_json(), ENV_STATUS_FD: str(writer),
-        ENV_LABEL: str(job_rank), ENV_GROUP: "-".join(map(str, opts.group)), ENV_PARENT: str(os.getpid()),
-        "TORCHELASTIC_USE_AGENT_STORE": "False",
+        **run.extra_env, ENV_OPTIONS: opts.to_json(), ENV_STATUS_FD: str(status_fd), ENV_LABEL: str(job_rank),
+        ENV_PARENT: str(os.getpid()), ENV_RANK_ENV: rank_env.to_json(),
     }
-    if run.devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(run.devices)
-    return {"env": env, "log_fd": log_fd, "status_fd": writer}, reader, log_path
+    if rank_env.nccl_hostid is not None:
+        env["NCCL_HOSTID"] = rank_env.nccl_hostid
+    return env, log_path
 
 
-def _spawn_all(runs: list[Run], stderr: int) -> list[tuple[Run, Proc]]:
+def become_rank(env: dict[str, str], log_fd: int, status_fd: int, other_fds: set[int]) -> NoReturn:
+    """In a freshly forked child: become the rank (worker.py) with its log as stdout and stderr."""
+    with contextlib.suppress(OSError):
+        os.setsid()  # its own process group: we end a rank and anything it started; a launcher's
+        # killpg of our group does not reach it (we decide, and first ask for its stack)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log_fd, 1)  # native messages of torch/gloo/NCCL and faulthandler land in the rank log
+    os.dup2(log_fd, 2)
+    for fd in other_fds - {status_fd, 0, 1, 2}:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    os.close(devnull)
+    os.environ.update(env)
+    try:
+        from triage.repro import worker  # already imported by the zygote or fork_waiting_rank
+
+        worker.main()
+    finally:
+        os._exit(1)  # main() never returns; if it raised, the supervisor sees a silent death
+
+
+@dataclass
+class Waiting:
+    """A rank process forked early (before we import torch), waiting for its environment."""
+
+    pid: int
+    go: int  # we write its spec here, then close it
+    status: int  # its status pipe, our end
+    child_status: int  # the number of the pipe's other end, in the child
+
+
+def fork_waiting_rank() -> Waiting:
+    """Import torch, then fork the process that will be the rank, as the zygote does.
+
+    Under a launcher each process supervises one rank and needs torch itself (for the store);
+    forking the rank from here, after the import and before any thread or CUDA exists, spares
+    each rank a second import of torch (seconds of CPU on a busy host). The child blocks until
+    `_spawn_all` sends what it needs (the log folder is only known once the supervisors have
+    met), and exits quietly if we go away first.
+    """
+    import triage.repro.worker  # noqa: F401 - shared with the child; it imports torch
+
+    go_read, go_write = os.pipe()
+    status_read, status_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go_write)
+        os.close(status_read)
+        with contextlib.suppress(OSError):
+            os.setsid()
+        chunks = []
+        while chunk := os.read(go_read, 65536):
+            chunks.append(chunk)
+        if not chunks:
+            os._exit(0)  # the supervisor stopped before the rank was needed
+        spec = json.loads(b"".join(chunks))
+        log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        become_rank(spec["env"], log_fd, status_write, {go_read, log_fd})
+    os.close(go_read)
+    os.close(status_write)
+    return Waiting(pid, go_write, status_read, status_write)
+
+
+def _start_waiting(run: Run, waiting: Waiting) -> list[tuple[Run, Proc]]:
+    (rank_env,) = run.envs
+    status_fd = waiting.status
+    env, log_path = _rank_env(run, rank_env, waiting.child_status)
+    os.write(waiting.go, json.dumps({"env": env, "log_path": str(log_path)}).encode())
+    os.close(waiting.go)
+    os.set_blocking(status_fd, False)
+    proc = Proc(run.opts.group[rank_env.rank], rank_env.rank, waiting.pid, status_fd, log_path, time.monotonic())
+    run.procs.append(proc)
+    return [(run, proc)]
+
+
+def _spawn_all(runs: list[Run], stderr: int, waiting: Waiting | None = None) -> list[tuple[Run, Proc]]:
     """Fork every rank of every run from one zygote; return them, now our own children."""
+    if waiting is not None:
+        return _start_waiting(runs[0], waiting)
     _become_subreaper()
     specs: list[dict[str, Any]] = []
     placed: list[tuple[Run, int, int, Path]] = []  # run, index, status reader, log path
     try:
         for run in runs:
-            for index in range(len(run.opts.group)):
-                spec, reader, log_path = _rank_spec(run, index)
-                specs.append(spec)
-                placed.append((run, index, reader, log_path))
+            for rank_env in run.envs:
+                reader, writer = os.pipe()
+                env, log_path = _rank_env(run, rank_env, writer)
+                log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                specs.append({"env": env, "log_fd": log_fd, "status_fd": writer})
+                placed.append((run, rank_env.rank, reader, log_path))
         fds = [int(s[k]) for s in specs for k in ("log_fd", "status_fd")]
         zygote = subprocess.Popen(
             [sys.executable, "-m", "triage.repro.zygote"], stdin=subprocess.PIPE,
@@ -305,7 +384,10 @@ def _signal(proc: Proc, sig: int, *, group: bool) -> None:
         pass
 
 
-def supervise(runs: list[Run], stderr: int) -> None:
+Watch = Callable[[float], None]  # called every tick: looks beyond these ranks (launcher mode)
+
+
+def supervise(runs: list[Run], stderr: int, watch: Watch | None = None, waiting: Waiting | None = None) -> None:
     """Launch every run's ranks, follow them until all have ended, leave no process behind.
 
     `stderr` receives what the zygote says if it cannot start the ranks (the coordinator log).
@@ -313,7 +395,7 @@ def supervise(runs: list[Run], stderr: int) -> None:
     sel = selectors.DefaultSelector()
     procs: list[tuple[Run, Proc]] = []
     try:
-        procs = _spawn_all(runs, stderr)
+        procs = _spawn_all(runs, stderr, waiting)
         for run, proc in procs:
             sel.register(proc.reader, selectors.EVENT_READ, (run, proc))
         while any(p.returncode is None for _, p in procs):
@@ -327,6 +409,8 @@ def supervise(runs: list[Run], stderr: int) -> None:
                 if proc.returncode is None and (code := _poll(proc.pid)) is not None:
                     _drain(run, proc, sel, now)
                     _on_exit(run, proc, code, now)
+            if watch is not None:
+                watch(now)
             ending = [(run, proc, why) for run, proc in procs
                       if proc.returncode is None and proc.ended_by_us is None
                       and (why := _overdue(run, proc, now)) is not None]

@@ -1,8 +1,10 @@
 """One rank of a repro run: comm_init, operator_load and execution, each under its deadline.
 
-The same code runs as a process launched by the standalone coordinator (`python -m
-triage.repro.worker`) and inside `triage repro` itself under torchrun, srun or mpirun. Everything
-the diagnosis needs is written, line by line, to `<log_dir>/rank<R>.log`.
+A rank is always a child of a process that outlives it: the standalone coordinator, or under
+torchrun, srun or mpirun the `triage repro` process the launcher started (launched.py). That parent
+hosts (or reaches) the TCPStore the ranks meet at, so that results travel through the store, not
+through a collective that a dying peer could break. Everything the diagnosis needs is written, line
+by line, to `<log_dir>/rank<R>.log`.
 """
 
 from __future__ import annotations
@@ -25,16 +27,16 @@ import torch
 import torch.distributed as dist
 from torch.distributed import PrefixStore, Store, TCPStore  # type: ignore[attr-defined]
 
-from triage.repro import bandwidth, findings, verify
+from triage.repro import bandwidth, findings, transport, verify
 from triage.repro.inject import Injector
 from triage.repro.launch import RankEnv
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions, format_size
 from triage.repro.protocol import (
-    ENV_GROUP,
     ENV_LABEL,
     ENV_OPTIONS,
     ENV_PARENT,
+    ENV_RANK_ENV,
     EXIT_FAILED,
     EXIT_PASS,
     PHASES,
@@ -48,7 +50,7 @@ _PEER_LOST = ("closed by peer", "reset by peer", "Broken pipe", "Connection refu
               "ncclRemoteError", "communicator was aborted", "remote worker", "peer process")
 _TIMED_OUT = ("timed out", "Timed out", "Timeout", "timeout")
 
-OnEnd = Callable[[int, "Rank"], int]  # launcher mode: rank 0 reports; returns the exit code
+TEARDOWN_POLL_S = 0.01
 
 
 class PhaseFailed(Exception):
@@ -66,7 +68,7 @@ def classify(exc: BaseException) -> str:
 
 class Rank:
     def __init__(self, opts: ReproOptions, env: RankEnv, job_rank: int, status: StatusPipe,
-                 on_end: OnEnd | None = None, parents: set[int] | None = None) -> None:
+                 parents: set[int] | None = None) -> None:
         self.opts = opts
         self.env = env
         self.index = env.rank  # rank within this run's group
@@ -74,19 +76,20 @@ class Rank:
         self.job_rank = job_rank
         self.group = opts.group or list(range(env.world_size))
         self.status = status
-        self.on_end = on_end
         self.log = LineLog(Path(opts.log_dir) / f"rank{job_rank}.log", f"rank {job_rank}")
         self.watchdog = Watchdog(self.log, job_rank, opts.deadlines, parents)
         self.inject = Injector(opts.inject, job_rank, self.log, opts.deadlines,
                                findings.exec_ops(opts.sizes, opts.iters))
         self.cuda = opts.backend == "nccl"
-        self.device = torch.device("cuda", env.local_rank) if self.cuda else torch.device("cpu")
+        cuda_index = env.device if env.device is not None else env.local_rank
+        self.device = torch.device("cuda", cuda_index) if self.cuda else torch.device("cpu")
         self.collectives = 0
         self.waited = dict.fromkeys(PHASES, 0.0)
         self.exec_waits: list[float] = []
         self.phase_secs: dict[str, float] = {}
         self.elements: dict[int, int] = {}
         self.result: dict[str, Any] | None = None  # rank 0's findings, once execution finished
+        self.store: Store  # this run's keys in the store our parent hosts (set in comm_init)
         self.end_status: str | None = None
         self._ending = threading.Lock()
 
@@ -108,9 +111,10 @@ class Rank:
         self.end(EXIT_PASS, "passed")
 
     def end(self, code: int, status: str) -> NoReturn:
-        """Log the end, tell the coordinator, let rank 0 report (launcher mode), exit at once.
+        """Log the end, tell the coordinator, exit at once.
 
-        os._exit, not a return: tearing a process group down politely can block on a dead peer.
+        os._exit, not a return: after a failure, tearing a process group down politely can block
+        on a dead peer (a passing run has torn it down in order already, see `_teardown`).
         The main thread and the watchdog thread may both get here; the first one wins.
         """
         self._ending.acquire()
@@ -118,11 +122,6 @@ class Rank:
         self.watchdog.stop()
         self.log.line(f"finished: {status} (exit code {code})")
         self.status.send(type="end", rank=self.job_rank, code=code, status=status)
-        if self.on_end is not None:
-            try:
-                code = self.on_end(code, self)
-            except Exception as exc:
-                self.log.line(f"internal error while reporting: {type(exc).__name__}: {exc}")
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
         with contextlib.suppress(OSError, ValueError):
@@ -131,9 +130,11 @@ class Rank:
 
     def _announce(self) -> None:
         bisect = f", in bisect group {self.group}" if len(self.group) < self.opts.job_world_size else ""
+        device = f", device {self.device}" if self.cuda else ""
+        hostid = f", NCCL_HOSTID {self.env.nccl_hostid}" if self.env.nccl_hostid else ""
         self.log.line(
             f"starting: rank {self.job_rank} of {self.opts.job_world_size} on host {socket.gethostname()} "
-            f"pid {os.getpid()}, local rank {self.env.local_rank}, backend {self.opts.backend}, "
+            f"pid {os.getpid()}, local rank {self.env.local_rank}, backend {self.opts.backend}{device}{hostid}, "
             f"torch {torch.__version__}, launched by {self.env.launcher}{bisect}")
         deadlines = ", ".join(f"{p} {self.opts.deadlines[p]:g} s" for p in PHASES)
         sizes = ",".join(format_size(s) for s in self.opts.sizes)
@@ -187,19 +188,21 @@ class Rank:
         self.inject.at_start("comm_init")
         # Torch's own timeouts stay well beyond ours: the watchdog decides, not a library error.
         timeout = timedelta(seconds=2 * max(self.opts.deadlines.values()) + 10)
+        # Our parent (or torchrun's agent) hosts the store: it outlives every rank, so a rank that
+        # dies cannot take the rendezvous, or the results posted to it, down with it.
         with self._waiting("comm_init", f"TCPStore rendezvous at {env.master_addr}:{env.master_port}"):
-            store = TCPStore(env.master_addr, env.master_port, self.world,
-                             is_master=self.index == 0 and not env.use_agent_store,
+            store = TCPStore(env.master_addr, env.master_port, self.world, is_master=False,
                              timeout=timeout, wait_for_workers=False)
-        prefix = f"triage-repro/{env.run_id}/{'-'.join(map(str, self.group))}/"
+        self.store = PrefixStore(f"triage-repro/{env.run_id}/{'-'.join(map(str, self.group))}/", store)
         kwargs: dict[str, Any] = {}
         if self.cuda:
+            self.watchdog.doing(f"selecting {self.device}")
             torch.cuda.set_device(self.device)
             kwargs["device_id"] = self.device  # eager: the NCCL communicator is built here, in comm_init
         with self._waiting("comm_init", f"init_process_group({self.opts.backend})"):
-            dist.init_process_group(self.opts.backend, store=PrefixStore(prefix + "pg", store),
+            dist.init_process_group(self.opts.backend, store=PrefixStore("pg", self.store),
                                     rank=self.index, world_size=self.world, timeout=timeout, **kwargs)
-        self._agree_on_config(PrefixStore(prefix + "config", store))
+        self._agree_on_config(PrefixStore("config", self.store))
 
     def _config(self) -> dict[str, Any]:
         world = self.world + (1 if self.inject.corrupts("comm_init") else 0)
@@ -214,7 +217,10 @@ class Rank:
         with self._waiting("comm_init", "configuration exchange"):
             store.wait(keys)
         views = {i: store.get(str(i)).decode() for i in range(self.world)}
-        outliers = verify.majority_outliers(views)
+        # The process group's own size is the truth: a rank that states another is wrong even when
+        # no majority can say so (two ranks); for the rest, the majority decides.
+        outliers = [i for i, v in views.items() if json.loads(v).get("world_size") != self.world] or \
+            verify.majority_outliers(views)
         if outliers is None:
             self.log.line("verification: the ranks disagree on the job configuration and no majority "
                           "exists: " + "; ".join(f"rank {self.group[i]}: {v}" for i, v in views.items()))
@@ -307,24 +313,64 @@ class Rank:
         self._conclude()
 
     def _conclude(self) -> None:
-        """Gather every rank's timings; rank 0 names late ranks and measures bandwidth."""
-        mine = torch.tensor([self.waited["comm_init"], self.waited["operator_load"], *self.exec_waits],
-                            dtype=torch.float64, device=self.device)
-        everyone = [torch.empty_like(mine) for _ in range(self.world)]
-        with self._waiting("execution", "all_gather of the timings"):
-            dist.all_gather(everyone, mine)
-        if self.index != 0:
-            return
-        table = [t.tolist() for t in everyone]
+        """Post this rank's timings to the store; rank 0 gathers them, names late ranks, measures bandwidth.
+
+        Through the store, not a collective: a gather that a rank leaves before its data has left
+        (NCCL's network proxy sends asynchronously) would turn a healthy run into a failure.
+        """
+        self.watchdog.doing("posting the timings")
+        mine = {"waits": [self.waited["comm_init"], self.waited["operator_load"], *self.exec_waits],
+                "transport": self._transport()}
+        self.store.set(f"timings/{self.index}", json.dumps(mine))
+        if self.index == 0:
+            keys = [f"timings/{i}" for i in range(self.world)]
+            with self._waiting("execution", "gathering every rank's timings (through the store)"):
+                self.store.wait(keys)
+            self._judge([json.loads(self.store.get(k)) for k in keys])
+        self._teardown()
+
+    def _transport(self) -> dict[str, Any] | None:
+        """What NCCL connected this rank with, from its own INFO lines in its log (NCCL only)."""
+        if not self.cuda:
+            return None
+        try:
+            with open(self.log.path, encoding="utf-8", errors="replace") as f:
+                return transport.read_transports(f).to_json()
+        except OSError:
+            return None
+
+    def _teardown(self) -> None:
+        """Leave together, then tear the process group down in order.
+
+        Every collective was waited for (synchronised on GPUs); the barrier makes sure no rank
+        destroys its communicator while a peer may still be using it.
+        """
+        self.watchdog.doing("teardown")
+        self.store.add("teardown", 1)
+        with self._waiting("execution", "the teardown barrier (through the store)"):
+            while int(self.store.add("teardown", 0)) < self.world:
+                time.sleep(TEARDOWN_POLL_S)
+        with self._waiting("execution", "destroy_process_group"):
+            dist.destroy_process_group()
+
+    def _judge(self, posted: list[dict[str, Any]]) -> None:
+        table = [p["waits"] for p in posted]
         timings = findings.Timings([r[0] for r in table], [r[1] for r in table], [r[2:] for r in table])
         rows = findings.bandwidth_rows(timings, self.opts.sizes, self.opts.iters, self.elements)
         late = findings.late_ranks(timings, self.opts.deadlines, self.opts.backend)
+        uses = [transport.TransportUse.from_json(p["transport"]) for p in posted if p.get("transport")]
+        used = transport.combine(uses) if uses else None
         gpu = torch.cuda.get_device_name(self.device) if self.cuda else None
-        expected, why_none = bandwidth.expectation(gpu, bandwidth.interconnect() if self.cuda else None,
-                                                   self.world, self.env.nodes)
+        link = transport.p2p_link(used, bandwidth.gpu_topology()) if used is not None else None
+        expected, why_none = bandwidth.expectation(
+            gpu, used.bottleneck if used is not None else None, link, self.world, self.env.nodes,
+            pcie=bandwidth.pcie_link() if link == "pcie" else None,
+            interfaces=used.interfaces if used is not None else ())
         for r in rows:
             self.log.line(f"bandwidth: {format_size(r.size)} in {r.seconds * 1000:.3f} ms: algbw "
                           f"{bandwidth.gbps(r.algbw)} GB/s, busbw {bandwidth.gbps(r.busbw)} GB/s")
+        if used is not None:
+            self.log.line(f"transport: {used.describe()}")
         for phase, s in late:
             what = "collectives" if phase == "execution" else "blocking steps"
             self.log.line(f"rank {self.group[s.index]} slow: arrived {s.lag_s * 1000:.0f} ms late on average "
@@ -337,9 +383,11 @@ class Rank:
         if not late and short is None:
             self.log.line(f"PASS: all {self.world} ranks passed comm_init, operator_load and execution")
         self.result = {
-            "rows": [vars(r) for r in rows],
+            # #wrong as nccl-tests prints it: the checks of every size passed, or the phase failed.
+            "rows": [{**vars(r), "count": r.size // 4, "wrong": 0} for r in rows],
             "expected": vars(expected) if expected else None,
             "expected_note": why_none or bandwidth.comparable_note(rows, expected),
+            "transport": used.describe() if used else None,
             "late": [{"phase": p, "rank": self.group[s.index], "lag_s": s.lag_s, "late": s.late,
                       "total": s.total} for p, s in late],
             "shortfall": short.percent if short else None,
@@ -349,16 +397,11 @@ class Rank:
 
 
 def main() -> NoReturn:
-    """Entry of a rank launched by the standalone coordinator (forked by the zygote)."""
+    """Entry of a rank, forked by the zygote for its parent (the coordinator or a launched process)."""
     # The rank ends when it is orphaned: its parent is the zygote, then the coordinator.
     parents = {os.getppid(), int(os.environ[ENV_PARENT])}
     opts = ReproOptions.from_json(os.environ[ENV_OPTIONS])
-    env = RankEnv(
-        launcher="triage repro", rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
-        local_rank=int(os.environ["LOCAL_RANK"]), local_world_size=int(os.environ["LOCAL_WORLD_SIZE"]),
-        master_addr=os.environ["MASTER_ADDR"], master_port=int(os.environ["MASTER_PORT"]),
-        run_id=os.environ.get(ENV_GROUP, "standalone"),
-    )
+    env = RankEnv.from_json(os.environ[ENV_RANK_ENV])
     Rank(opts, env, int(os.environ[ENV_LABEL]), StatusPipe.from_env(), parents=parents).run()
 
 

@@ -17,24 +17,12 @@ import os
 import sys
 from typing import Any
 
-import triage.repro.worker as worker
+import triage.repro.worker  # noqa: F401 - imported once here, shared by every forked rank
+from triage.repro.supervise import become_rank
 
 
 def _child(spec: dict[str, Any], all_fds: set[int]) -> None:
-    os.setsid()  # its own process group: the coordinator ends a rank and anything it started
-    log_fd, status_fd = int(spec["log_fd"]), int(spec["status_fd"])
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(log_fd, 1)  # native messages of torch/gloo/NCCL and faulthandler land in the rank log
-    os.dup2(log_fd, 2)
-    for fd in all_fds - {status_fd}:
-        os.close(fd)
-    os.close(devnull)
-    os.environ.update(spec["env"])
-    try:
-        worker.main()
-    finally:
-        os._exit(1)  # main() never returns; if it raised, the coordinator sees a silent death
+    become_rank(spec["env"], int(spec["log_fd"]), int(spec["status_fd"]), all_fds)
 
 
 def main() -> None:
