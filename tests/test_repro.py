@@ -17,7 +17,7 @@ import pytest
 from repro_helpers import ROOT, Run, repro, start, wait_gone
 
 from triage import exitcodes
-from triage.repro import bandwidth, bisect, findings, launch, stragglers
+from triage.repro import bandwidth, bisect, findings, launch, placement, stragglers
 from triage.repro.inject import ENV_HOLD_GIL
 from triage.repro.options import OptionError, format_size, parse_sizes
 from triage.repro.watchdog import BACKSTOP_S
@@ -169,6 +169,7 @@ def test_without_torch_one_line_says_how_to_install_it() -> None:
     (["--sizes", "1K,lots"], "--sizes: 'lots' is not a size"),
     (["--backend", "mpi"], "--backend must be one of"),
     (["--timeout-execution", "0"], "a deadline must be positive"),
+    (["--ranks-per-gpu", "2"], "--ranks-per-gpu shares GPUs between NCCL ranks: it needs --backend nccl"),
 ])
 def test_bad_options_are_one_line_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
     proc = subprocess.run(
@@ -264,6 +265,39 @@ def test_bisection_names_a_rank_a_link_or_nothing() -> None:
     assert (link.kind, link.links) == ("link", [(1, 3)])
     assert bisect.judge([result(a, b, False) for a, b in pairs]).kind == "none"
     assert bisect.judge([result(a, b, True) for a, b in pairs]).kind == "all"
+
+
+@needs_torch
+def test_ranks_per_gpu_gives_each_rank_its_own_nccl_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from triage.repro import coordinator, supervise
+    from triage.repro.logfile import LineLog
+    from triage.repro.options import ReproOptions
+
+    monkeypatch.delenv("NCCL_DEBUG", raising=False)
+    opts = ReproOptions(backend="nccl", deadlines=dict.fromkeys(PHASES, 5.0), sizes=[1024], iters=1,
+                        log_dir=str(tmp_path), group=[0, 1, 2, 3], job_world_size=4, ranks_per_gpu=2)
+    run = coordinator._new_run(opts, LineLog(tmp_path / "coordinator.log", "coordinator"))
+    assert [e.device for e in run.envs] == [0, 0, 1, 1]  # two ranks on each GPU
+    assert len({e.nccl_hostid for e in run.envs}) == 4  # each its own NCCL host
+    env, log_path = supervise._rank_env(run, run.envs[3], status_fd=9)
+    assert env["NCCL_HOSTID"] == run.envs[3].nccl_hostid and log_path.name == "rank3.log"
+    assert env["NCCL_DEBUG"] == "INFO"  # its transport lines are read back for the bandwidth verdict
+    assert launch.RankEnv.from_json(env["TRIAGE_REPRO_RANK_ENV"]).master_port == run.store.port
+
+
+@pytest.mark.parametrize(("launcher", "words"), [
+    ("torchrun", "torchrun --nproc-per-node"), ("srun", "srun --ntasks-per-node"),
+    ("mpirun", "mpirun -npernode"), ("triage repro", "--world-size")])
+def test_more_local_ranks_than_gpus_is_said_in_the_launchers_words(launcher: str, words: str) -> None:
+    env = launch.RankEnv(launcher=launcher, rank=0, world_size=8, local_rank=0, local_world_size=8,
+                         master_addr="127.0.0.1", master_port=29500, run_id="x")
+    with pytest.raises(placement.PlacementError) as raised:
+        placement.check_local_ranks(8, 4, 1, env.option("processes"))
+    message = str(raised.value)
+    assert message.startswith("8 ranks on this host but 4 GPUs visible: set " + words), message
+    assert "to 4, or add --ranks-per-gpu 2" in message
+    placement.check_local_ranks(8, 4, 2, env.option("processes"))  # two per GPU: they fit
+    assert [launch.gpu_of(r, 2) for r in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
 def test_launcher_environments() -> None:

@@ -12,11 +12,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from repro_helpers import MARK, Job, marked_processes, torchrun_job, wait_gone
+from repro_helpers import MARK, Job, free_port, torchrun_job, wait_gone
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="triage repro needs PyTorch (pip install 'triage[repro]')")
@@ -56,7 +60,13 @@ def assert_delivered(job: Job) -> None:
 @pytest.mark.parametrize("at", ["rank0", "other"])
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_fault_is_named_under_torchrun(tmp_path: Path, kind: str, phase: str, at: str, layout: str) -> None:
+def test_every_fault_is_named_under_torchrun(tmp_path: Path, request: pytest.FixtureRequest, kind: str,
+                                            phase: str, at: str, layout: str) -> None:
+    # Each (fault, phase, rank) runs under one layout, alternating so that both layouts see every
+    # fault and every phase; --full-repro-matrix runs each under both (twice the CI time).
+    assigned = list(LAYOUTS)[(KINDS.index(kind) + PHASES.index(phase) + (at == "other")) % 2]
+    if layout != assigned and not request.config.getoption("--full-repro-matrix"):
+        pytest.skip(f"runs under {assigned} in the suite (--full-repro-matrix runs both layouts)")
     agents, nproc, other = LAYOUTS[layout]
     rank = 0 if at == "rank0" else other
     job = torchrun_job(tmp_path, agents, nproc, *_fault_args(kind, phase, rank))
@@ -70,6 +80,18 @@ def test_every_fault_is_named_under_torchrun(tmp_path: Path, kind: str, phase: s
         assert verdict["category"] == CATEGORY[kind], job.console
     assert f"Culprit: rank {rank} " in job.console
     assert f"phase {phase}" in job.console
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_rank_killed_as_by_the_oom_killer_is_named(tmp_path: Path) -> None:
+    """SIGKILL, no handler, no stack: only its supervisor can say what happened to it."""
+    job = torchrun_job(tmp_path, 1, 2, "--timeout", str(DEADLINE_S), "--inject", "kill", "--inject-rank", "1")
+    assert job.code == 1, job.console
+    assert_delivered(job)
+    assert job.culprit_ranks() == [1] and job.verdict["phase"] == "execution", job.console
+    assert job.verdict["category"] == "crashed_process"
+    assert "rank 1 was killed by SIGKILL" in (job.report_path.parent / "coordinator.log").read_text()
 
 
 @needs_torch
@@ -93,11 +115,6 @@ def test_a_healthy_job_is_never_a_failure(tmp_path: Path, repeat: int) -> None:
 def test_a_rank_whose_process_is_killed_is_named(tmp_path: Path) -> None:
     """SIGKILL the process torchrun watches for rank 1 (as the OOM killer would): torchrun then
     SIGTERMs the others; rank 0's process must still report, naming rank 1."""
-    # (see test body: the kill happens once every rank is in its execution phase)
-    import subprocess
-    import sys
-    import uuid
-
     mark = uuid.uuid4().hex
     env = dict(os.environ, **{MARK: mark, "CI": "1", "PYTHONUNBUFFERED": "1"})
     cwd = tmp_path / "node0"
@@ -129,4 +146,101 @@ def _wait_for_supervisor(cwd: Path, rank: int) -> int:
     raise AssertionError("the ranks did not reach execution within 60 s")
 
 
-__all__ = ["marked_processes"]
+# -- srun and mpirun (their environments, as they set them), and errors at the step they happen --
+
+def _launcher_env(launcher: str, rank: int, world: int, port: int) -> dict[str, str]:
+    if launcher == "srun":
+        return {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(world), "SLURM_LOCALID": str(rank),
+                "SLURM_STEP_ID": "0", "SLURM_JOB_ID": "4242", "SLURM_STEP_NUM_NODES": "1",
+                "SLURM_STEP_NODELIST": "localhost", "MASTER_PORT": str(port)}
+    if launcher == "mpirun":
+        return {"OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(world),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(rank), "OMPI_COMM_WORLD_LOCAL_SIZE": str(world),
+                "MASTER_PORT": str(port)}
+    return {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+
+
+def _launch_ranks(tmp_path: Path, launcher: str, world: int, ranks: list[int], *args: str,
+                  port: int | None = None) -> tuple[list[subprocess.CompletedProcess[str]], list[int]]:
+    """Start `ranks` of a `world`-rank job as `launcher` would (its environment), wait for them."""
+    mark = uuid.uuid4().hex
+    port = port or free_port()
+    procs = []
+    for rank in ranks:
+        env = dict(os.environ, **{MARK: mark, "CI": "1"}, **_launcher_env(launcher, rank, world, port))
+        for name in ("RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
+            if name not in _launcher_env(launcher, rank, world, port):
+                env.pop(name, None)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "triage", "repro", "--backend", "gloo", "--sizes", "1K", "--iters", "2",
+             *args], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done, wait_gone(mark, within=5.0)
+
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["srun", "mpirun"])
+def test_under_srun_and_mpirun_a_crash_is_named(tmp_path: Path, launcher: str) -> None:
+    done, leftovers = _launch_ranks(tmp_path, launcher, 3, [0, 1, 2], "--timeout", str(DEADLINE_S),
+                                    "--inject", "crash", "--inject-rank", "2")
+    assert leftovers == []
+    assert [p.returncode for p in done] == [1, 1, 1], [p.stderr for p in done]
+    console = done[0].stdout
+    assert "Culprit: rank 2 " in console and "phase execution" in console, console
+    assert f"under {launcher} (1 node)" in console
+    assert done[1].stdout == done[2].stdout == ""  # rank 0 reports for all
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_rank_that_never_comes_is_named_by_the_others(tmp_path: Path) -> None:
+    """Ranks 0 and 1 of 3 start; rank 2 never does (its node is down): that is the finding."""
+    done, leftovers = _launch_ranks(tmp_path, "env", 3, [0, 1], "--timeout", str(DEADLINE_S))
+    assert leftovers == []
+    console = done[0].stdout
+    assert done[0].returncode == 1, console + done[0].stderr
+    assert "Culprit: rank 2 " in console and "phase comm_init" in console, console
+    assert "never reached the rendezvous" in console
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_rendezvous_that_never_completes_is_one_line(tmp_path: Path) -> None:
+    done, leftovers = _launch_ranks(tmp_path, "env", 2, [1], "--timeout", "2")
+    assert leftovers == []
+    (rank1,) = done
+    assert rank1.returncode == 2
+    (line,) = rank1.stderr.strip().splitlines()
+    assert line.startswith("triage: error: rank 1: could not reach the rendezvous at 127.0.0.1:"), line
+    assert " within 2 s (" in line and line.endswith("): check MASTER_ADDR/MASTER_PORT"), line
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))  # noqa: S104 - as the store would bind it
+        taken.listen()
+        port = taken.getsockname()[1]
+        done, leftovers = _launch_ranks(tmp_path, "srun", 2, [0], "--timeout", "2", port=port)
+    assert leftovers == []
+    (rank0,) = done
+    assert rank0.returncode == 2
+    assert rank0.stderr.strip().splitlines() == [
+        f"triage: error: rank 0: port {port} is already in use on this host (another job, or an earlier run "
+        "that has not ended): check MASTER_ADDR/MASTER_PORT in the job's environment"]
+
+
+@needs_torch
+@pytest.mark.slow
+def test_nccl_without_a_gpu_is_one_line_per_host_under_torchrun(tmp_path: Path) -> None:
+    job = torchrun_job(tmp_path, 1, 2, "--backend", "nccl")
+    assert job.code != 0 and job.leftovers == []
+    errors = [line for line in job.console.splitlines() if line.startswith("triage: error:")]
+    assert errors == ["triage: error: --backend nccl: no GPU is visible to this process; "
+                      "use --backend gloo to test on CPU"]

@@ -256,8 +256,9 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
     waiting = fork_waiting_rank()  # before this process starts threads (the store, below)
     comm_init = s.deadlines["comm_init"]
     try:
-        store = launched.connect(env, comm_init)
-        log_dir = launched.agree_on_log_dir(store, env, s.log_dir, comm_init)
+        with launched.native_stderr_held() as held:
+            store = launched.connect(env, comm_init)
+            log_dir, log_name = launched.agree_on_log_dir(store, env, s.log_dir)
     except (StoreError, RuntimeError, OSError) as exc:
         os.close(waiting.go)  # the waiting rank process exits quietly
         what = str(exc) if isinstance(exc, StoreError) else (
@@ -267,8 +268,9 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
     stop = launched.Stop()
     stop.install()  # from now on the launcher's SIGTERM is ours to act on, not a sudden death
     opts.log_dir = str(log_dir)
-    log = launched.RecordingLog(log_dir / "coordinator.log", "coordinator")
+    log = launched.RecordingLog(log_dir / log_name, "coordinator")
     console_out = launched.keep_native_noise_in(log.fd)
+    os.write(2, b"".join(held))  # what the store's client said while we met, now in the log
     nodes = f"{env.nodes} node{'s' if env.nodes > 1 else ''}"
     if env.rank == 0:
         if s.fmt == "terminal":

@@ -1,7 +1,8 @@
 """Faults on purpose, so that the whole chain (deadline, stack capture, naming) is tested end to end.
 
 Each fault imitates what a real one looks like from the other ranks: a hang is a rank that never
-arrives at the next blocking step, a crash is a process that dies by a signal without a word,
+arrives at the next blocking step, a crash is a process that dies by a signal without a word (a
+kill, as by the OOM killer, without even a stack),
 a slow rank arrives late, a wrong value is a rank whose contribution is corrupt.
 """
 
@@ -63,7 +64,8 @@ class Injector:
         if self.injection is None:
             return
         i = self.injection
-        what = {"hang": "hang", "crash": "crash (SIGSEGV)", "slow": "arrive late",
+        what = {"hang": "hang", "crash": "crash (SIGSEGV)", "kill": "be killed (SIGKILL, as by the OOM killer)",
+                "slow": "arrive late",
                 "wrong-value": "contribute a wrong value"}[i.kind]
         if (i.kind, i.phase) == ("slow", "execution"):
             what += f" ({self.exec_delay() * 1000:.0f} ms before each collective)"
@@ -81,6 +83,10 @@ class Injector:
         if self._is("crash", phase):
             self.log.line(f"inject: crashing with SIGSEGV in phase {phase}")
             crash()
+        if self._is("kill", phase):
+            # What the kernel's OOM killer does: SIGKILL, no handler runs, no stack is written.
+            self.log.line(f"inject: killing this rank with SIGKILL in phase {phase}")
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def crash() -> None:

@@ -17,17 +17,20 @@ exits, and the reporter must not be ended before it has spoken. A launcher's SIG
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from triage import exitcodes
 from triage.repro import store as stores
 from triage.repro.coordinator import Outcome, phase_rows, rank_extra_env
 from triage.repro.launch import RankEnv
@@ -46,7 +49,8 @@ from triage.repro.supervise import (
 
 POLL_S = 0.2  # how often a supervisor looks at its peers' news in the store
 STOP_GRACE_S = 3.0  # a rank asked to stop (SIGTERM) gets this long before it is killed
-STOPPING_WAIT_S = 10.0  # once the launcher says stop, the reporter waits at most this for the others
+STOPPING_WAIT_S = 6.0  # once the launcher says stop, the reporter waits at most this for the others
+NEVER_CAME_S = 2.0  # after our rank ended, ranks that never said hello get this long, not more
 ACK_WAIT_S = 3.0  # the reporter keeps the store up this long for the others to read `report`
 FILE_CAP = 4 << 20  # of a rank's log, the reporter gets the last 4 MiB
 PREFIX = "triage-repro/{run_id}/supervisors/"
@@ -150,7 +154,7 @@ class Launched:
 
     def post_done(self, proc: Proc, log: RecordingLog) -> Ended:
         record = {k: v for k, v in asdict(proc).items() if k not in ("reader", "buffer", "log_path", "pid")}
-        files = {"coordinator.log": "".join(log.lines)}
+        files = {log.path.name: "".join(log.lines)}
         with _suppress():
             files[proc.log_path.name] = _tail(proc.log_path, FILE_CAP)
         ended = Ended(self.env.rank, self.host, record, self.run.result, files)
@@ -164,13 +168,16 @@ class Launched:
         """Every rank's `done`, or what arrived by the deadline; the missing ranks are findings."""
         wait = STOPPING_WAIT_S if self.stop.signal else max(self.opts.deadlines.values()) + OUTER_MARGIN_S \
             + CRASH_GRACE_S + 5.0
-        until = time.monotonic() + wait
+        started = time.monotonic()
+        until = started + wait
         self.peers_done[mine.rank] = mine
         while len(self.peers_done) < self.env.world_size:
             if self.stop.signal is not None:
                 until = min(until, self.stop.at + STOPPING_WAIT_S)
-            if time.monotonic() >= until:
-                break
+            now = time.monotonic()
+            missing = [r for r in range(self.env.world_size) if r not in self.peers_done]
+            if now >= until or (now - started > NEVER_CAME_S and all(self._hello(r) is None for r in missing)):
+                break  # (ranks that never said hello will not: our own rank is past comm_init's deadline)
             time.sleep(POLL_S)
             self._read_peers()
         missing = [r for r in range(self.env.world_size) if r not in self.peers_done]
@@ -293,17 +300,23 @@ def connect(env: RankEnv, timeout_s: float) -> Any:
     return PrefixStore(PREFIX.format(run_id=env.run_id), hosted)
 
 
-def agree_on_log_dir(store: Any, env: RankEnv, given: Path | None, timeout_s: float) -> Path:
-    """Rank 0 names the folder (default: under its current directory); every node makes its own."""
+def agree_on_log_dir(store: Any, env: RankEnv, given: Path | None) -> tuple[Path, str]:
+    """The log folder (rank 0 names it; every node makes its own) and this node's coordinator log.
+
+    Rank 0's node writes `coordinator.log`; another node `coordinator-<host>.log`, so that nodes
+    sharing the folder (a network filesystem, where appends from two hosts can tear) never write
+    the same file.
+    """
     if env.rank == 0:
         name = str(given) if given is not None else fresh_log_dir_name()
-        store.set("logdir", name)
+        store.set("logdir", json.dumps({"name": name, "host": host_name()}))
     else:
         store.wait(["logdir"])
-        name = store.get("logdir").decode()
-    path = Path(name)
+    agreed = json.loads(store.get("logdir"))
+    path = Path(agreed["name"])
     path.mkdir(parents=True, exist_ok=True)
-    return path
+    log_name = "coordinator.log" if agreed["host"] == host_name() else f"coordinator-{_safe(host_name())}.log"
+    return path, log_name
 
 
 def fresh_log_dir_name() -> str:
@@ -313,6 +326,26 @@ def fresh_log_dir_name() -> str:
         n += 1
         name = f"{base}-{n}"
     return name
+
+
+@contextlib.contextmanager
+def native_stderr_held() -> Iterator[list[bytes]]:
+    """Hold what native code (c10d's store client: retries, C++ stack frames) writes to fd 2.
+
+    The user gets our one line, not pages of frames; what was held is given back to the caller,
+    which writes it to the log once there is one.
+    """
+    held: list[bytes] = []
+    with tempfile.TemporaryFile() as sink:
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield held
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            held.append(sink.read())
 
 
 def keep_native_noise_in(log_fd: int) -> TextIO:
@@ -341,8 +374,11 @@ def run(launched: Launched, log: RecordingLog, deliver: Deliver) -> int:
     mine = launched.post_done(proc, log)
     if launched.env.rank == 0:
         everyone = launched.gather(mine, log)
-        code = deliver(launched.outcome(everyone), launched.log_dir)
-        launched.announce(code)
+        code = exitcodes.USAGE_OR_INPUT_ERROR  # the contract's code for an internal error
+        try:
+            code = deliver(launched.outcome(everyone), launched.log_dir)
+        finally:
+            launched.announce(code)  # the others must not wait for a verdict that will not come
         return code
     code_or_none = launched.await_report()
     if code_or_none is not None:

@@ -10,7 +10,7 @@ import regex
 
 from triage.repro.protocol import PHASES
 
-INJECT_KINDS = ("hang", "crash", "slow", "wrong-value")
+INJECT_KINDS = ("hang", "crash", "kill", "slow", "wrong-value")
 BACKENDS = ("auto", "nccl", "gloo")
 # Message sizes: nccl needs large messages to approach peak bus bandwidth (nccl-tests issue 212);
 # gloo on CPU is two orders of magnitude slower, so its defaults stay small.

@@ -39,6 +39,12 @@ def reach(addr: str, port: int, timeout_s: float) -> Any:
         return TCPStore(addr, port, None, is_master=False, timeout=timedelta(seconds=timeout_s),
                         wait_for_workers=False)
     except (RuntimeError, OSError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StoreError(f"could not reach the rendezvous at {addr}:{port} within {timeout_s:g} s "
-                         f"({first[:200]})") from None
+        text = str(exc)
+        if "timed out" in text:
+            why = "nothing answered: is rank 0 running, and is that address reachable from this host?"
+        elif "refused" in text.lower():
+            why = "connection refused: nothing listens on that port there"
+        else:
+            why = (text.strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise StoreError(f"could not reach the rendezvous at {addr}:{port} within {timeout_s:g} s ({why})") \
+            from None

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -197,12 +198,27 @@ class Rank:
         kwargs: dict[str, Any] = {}
         if self.cuda:
             self.watchdog.doing(f"selecting {self.device}")
+            self._check_device()
             torch.cuda.set_device(self.device)
             kwargs["device_id"] = self.device  # eager: the NCCL communicator is built here, in comm_init
         with self._waiting("comm_init", f"init_process_group({self.opts.backend})"):
             dist.init_process_group(self.opts.backend, store=PrefixStore("pg", self.store),
                                     rank=self.index, world_size=self.world, timeout=timeout, **kwargs)
         self._agree_on_config(PrefixStore("config", self.store))
+
+    def _check_device(self) -> None:
+        """Say plainly why CUDA cannot give this rank its device, before CUDA says it cryptically."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        where = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            available = torch.cuda.is_available()
+        if not available:
+            why = next((str(w.message).splitlines()[0] for w in caught), "torch.cuda.is_available() is False")
+            raise RuntimeError(f"CUDA could not be initialised in this rank{where}: {why}")
+        count = torch.cuda.device_count()
+        if self.device.index is not None and self.device.index >= count:
+            raise RuntimeError(f"{self.device} does not exist: {count} GPU(s) visible to this rank{where}")
 
     def _config(self) -> dict[str, Any]:
         world = self.world + (1 if self.inject.corrupts("comm_init") else 0)
