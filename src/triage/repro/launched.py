@@ -54,6 +54,7 @@ NEVER_CAME_S = 2.0  # after our rank ended, ranks that never said hello get this
 ACK_WAIT_S = 3.0  # the reporter keeps the store up this long for the others to read `report`
 FILE_CAP = 4 << 20  # of a rank's log, the reporter gets the last 4 MiB
 PREFIX = "triage-repro/{run_id}/supervisors/"
+STORE_ERRORS = (RuntimeError, OSError, ValueError)  # what a store whose host is gone raises
 
 
 @dataclass
@@ -128,10 +129,10 @@ class Launched:
             self.run.log.line(f"rank {self.env.rank}: {self.env.launcher} asked this process to stop "
                               f"({self.stop.signal}); stopping its rank")
             self._stop_sent = now
-            with _suppress():
+            with contextlib.suppress(*STORE_ERRORS):
                 os.kill(proc.pid, signal.SIGTERM)  # its watchdog logs where it was, then it ends
         if self._stop_sent is not None and proc.returncode is None and now - self._stop_sent > STOP_GRACE_S:
-            with _suppress():
+            with contextlib.suppress(*STORE_ERRORS):
                 os.killpg(proc.pid, signal.SIGKILL)
         if now >= self._next_poll:
             self._next_poll = now + POLL_S
@@ -149,16 +150,16 @@ class Launched:
                 if not self.store.check([f"done/{rank}"]):
                     continue
                 self.peers_done[rank] = Ended(**json.loads(self.store.get(f"done/{rank}")))
-            except (RuntimeError, OSError, ValueError, TypeError):
+            except (*STORE_ERRORS, TypeError):
                 return  # the store is gone or the value torn: the deadlines still hold
 
     def post_done(self, proc: Proc, log: RecordingLog) -> Ended:
         record = {k: v for k, v in asdict(proc).items() if k not in ("reader", "buffer", "log_path", "pid")}
         files = {log.path.name: "".join(log.lines)}
-        with _suppress():
+        with contextlib.suppress(*STORE_ERRORS):
             files[proc.log_path.name] = _tail(proc.log_path, FILE_CAP)
         ended = Ended(self.env.rank, self.host, record, self.run.result, files)
-        with _suppress():
+        with contextlib.suppress(*STORE_ERRORS):
             self.store.set(f"done/{self.env.rank}", json.dumps(asdict(ended)))
         return ended
 
@@ -201,7 +202,7 @@ class Launched:
             if self.store.check([f"hello/{rank}"]):
                 value: dict[str, Any] = json.loads(self.store.get(f"hello/{rank}"))
                 return value
-        except (RuntimeError, OSError, ValueError):
+        except STORE_ERRORS:
             pass
         return None
 
@@ -231,11 +232,11 @@ class Launched:
         return Outcome(run, phase_rows(run), failed, slow)
 
     def announce(self, code: int) -> None:
-        with _suppress():
+        with contextlib.suppress(*STORE_ERRORS):
             self.store.set("report", str(code))
         until = time.monotonic() + ACK_WAIT_S
         while time.monotonic() < until:
-            with _suppress():
+            with contextlib.suppress(*STORE_ERRORS):
                 if int(self.store.add("acked", 0)) >= len(self.peers_done) - 1:
                     return
             time.sleep(0.05)
@@ -254,7 +255,7 @@ class Launched:
                     code = int(self.store.get("report"))
                     self.store.add("acked", 1)
                     return code
-            except (RuntimeError, OSError, ValueError):
+            except STORE_ERRORS:
                 return None
             time.sleep(POLL_S)
         return None
@@ -277,14 +278,6 @@ def _tail(path: Path, size: int) -> str:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "host"
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, (RuntimeError, OSError, ValueError))
 
 
 # -- setting up -----------------------------------------------------------------------------------

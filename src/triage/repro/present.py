@@ -30,6 +30,10 @@ def header(con: Console, opts: ReproOptions, launcher: str) -> None:
     sizes = ", ".join(format_size(s) for s in opts.sizes)
     con.print(Text(f"triage repro: {len(opts.group)} ranks {launcher}, backend {opts.backend}", style="bold"))
     con.print(Text(f"deadlines: {deadlines}; all-reduce sizes {sizes} x {opts.iters} iterations"))
+    if opts.ranks_per_gpu > 1:
+        con.print(Text(f"{opts.ranks_per_gpu} ranks per GPU, each its own NCCL host (NCCL_HOSTID): NCCL joins them "
+                       "over its network transport, so this measures the network path, not the GPU's links",
+                       style="yellow"))
     if opts.inject is not None:
         i = opts.inject
         con.print(Text(f"injected fault: {i.kind} at rank {i.rank} in phase {i.phase}", style="yellow"))
