@@ -129,10 +129,10 @@ class Launched:
             self.run.log.line(f"rank {self.env.rank}: {self.env.launcher} asked this process to stop "
                               f"({self.stop.signal}); stopping its rank")
             self._stop_sent = now
-            with contextlib.suppress(*STORE_ERRORS):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(proc.pid, signal.SIGTERM)  # its watchdog logs where it was, then it ends
         if self._stop_sent is not None and proc.returncode is None and now - self._stop_sent > STOP_GRACE_S:
-            with contextlib.suppress(*STORE_ERRORS):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
         if now >= self._next_poll:
             self._next_poll = now + POLL_S
@@ -184,16 +184,17 @@ class Launched:
         missing = [r for r in range(self.env.world_size) if r not in self.peers_done]
         reached = max((PHASES.index(e.proc["phase"]) for e in self.peers_done.values() if e.proc.get("phase")),
                       default=0)
+        waited = f"{time.monotonic() - started:.0f} s after rank 0's own rank ended"
         for rank in missing:
             hello = self._hello(rank)
             self.lost[rank] = "comm_init" if hello is None else PHASES[reached]
             if hello is None:
                 log.line(f"rank {rank} never reached the rendezvous at {self.env.master_addr}:"
                          f"{self.env.master_port}: its process did not start, or its node cannot reach "
-                         f"this one (no word from it within {wait:g} s); phase comm_init")
+                         f"this one (no word from it {waited}); phase comm_init")
             else:
                 log.line(f"rank {rank} on host {hello['host']} sent no word after it started (its process "
-                         f"or its node went away; nothing within {wait:g} s); phase {PHASES[reached]}")
+                         f"or its node went away; nothing {waited}); phase {PHASES[reached]}")
         self._write_remote_files(log)
         return list(self.peers_done.values())
 
