@@ -172,3 +172,33 @@ def test_a_slurm_file_of_many_hosts_is_nobodys_in_particular(tmp_path: Path) -> 
     truth, verdict = _generated(tmp_path, hosts=4, gpus=4, era="2.5", fault="ib",
                                 culprit="gpu-node-02", layout="slurm-label")
     assert [(c.kind, c.host) for c in verdict.culprits] == [("host", truth.culprit_host)]
+
+
+KEY_INFO = ("[INFO] HCCL({pid},python):2025-10-24-11:12:30.001.054 [hccl_comm.cc:512][{pid}][LocalRank Key Info]"
+            "userRank[{rank}] hostIp[{ip}] devicePhyId[{device}] server[{ip}] deviceIp[192.168.1.1{device}] "
+            "superPodId[-1] superDeviceId[0x0]")
+CALL_TRACE = ("[ERROR] HCCL({pid},python):2025-10-24-11:48:03.662.708 [network_manager.cc:109][{pid}]call trace: "
+              "hcclRet -> 9")
+
+
+def test_one_key_info_line_names_every_file_of_its_process_on_its_server(tmp_path: Path) -> None:
+    """A CANN process writes debug and run plogs and device logs, all with its pid in their names;
+    its `[LocalRank Key Info]` says rank, device and server once for all of them. The device is
+    not the local rank (ASCEND_RT_VISIBLE_DEVICES), and the other server reuses the pid."""
+    files = {}
+    for ip, rank, device in (("10.0.0.1", 3, 5), ("10.0.0.2", 11, 2)):
+        files[f"{ip}/debug/plog/plog-17381_20251024111228991.log"] = (
+            KEY_INFO.format(pid=17381, rank=rank, ip=ip, device=device) + "\n")
+        files[f"{ip}/run/plog/plog-17381_20251024114803000.log"] = CALL_TRACE.format(pid=17381) + "\n"
+        files[f"{ip}/debug/device-{device}/device-17381_20251024114803001.log"] = (
+            "[ERROR] HCCP(17381,python):2025-10-24-11:48:03.001.001 [ra_hdc.c:794]tid:17400,"
+            "ra_hdc_lite_period_poll_cqe : poll cqe failed\n")
+    report = analyze([_write(tmp_path, files)])
+    for ip, rank, device in (("10.0.0.1", 3, 5), ("10.0.0.2", 11, 2)):
+        mine = [s for s in report.sources if s.name.split("/")[-4:-3] == [ip] or f"/{ip}/" in s.name]
+        assert len(mine) == 3
+        for source in mine:
+            assert (source.identity.rank, source.identity.device, source.identity.host) == (rank, device, ip), \
+                source.name
+        run_plog = next(s for s in mine if "/run/plog/" in s.name)
+        assert run_plog.identity.learnt_from["rank"] == "HCCL [LocalRank Key Info] of its pid"

@@ -6,7 +6,7 @@ the first lines of a source say. Here those observations are weighed by an order
 resolvers, each filling only what is still unknown and recording how it learnt it:
 
   path → first lines → line prefixes → process-group prefixes → stated ranks → communicator
-  lines → host slots → pids → (stated ranks settled against their file's writer)
+  lines → HCCL key info → host slots → pids → (stated ranks settled against their file's writer)
 
 What one line of a file establishes about its writer (the world communicator's `rank r nranks n`,
 a `host:pid` prefix seen with a rank) holds for the whole file and for that pid everywhere. Path
@@ -251,6 +251,41 @@ def from_communicators(state: _State) -> None:
             _set(state, key, ident, "rank", rank, "rank in the world communicator's init line")
 
 
+def from_key_info(state: _State) -> None:
+    """HCCL's `[LocalRank Key Info]` names its process's device and server, for every file of it.
+
+    One process writes several plogs (debug and run, rotated) and device logs (`device-<id>/
+    device-<pid>_…`), all with its pid in their names; what one of them says of the process holds
+    for all. Its userRank is the process's rank only when every communicator it joined gave the
+    same one (a sub-communicator's userRank is a rank inside that group).
+    """
+    said: dict[tuple[str | None, int], dict[str, set[int | str]]] = defaultdict(lambda: defaultdict(set))
+    for event in state.events:
+        fields = event.fields
+        if event.family != "hccl" or event.kind is not Kind.INFO or "device" not in fields:
+            continue
+        group = state.group(event)
+        pid = group.pid if group is not None and group.pid is not None else event.identity.pid
+        if pid is None or not fields["device"].isdigit():
+            continue
+        facts = said[(group.host if group is not None else None, pid)]
+        facts["device"].add(int(fields["device"]))
+        if host := fields.get("ip"):  # hostIp: the server the process runs on
+            facts["host"].add(host)
+        if fields.get("rank", "").isdigit():
+            facts["rank"].add(int(fields["rank"]))
+    how = "HCCL [LocalRank Key Info] of its pid"
+    for key, ident in state.writers.identities.items():
+        if ident.pid is None:
+            continue
+        known = said.get((ident.host, ident.pid)) or said.get((None, ident.pid))
+        if not known:
+            continue
+        for name in ("device", "host", "rank"):
+            if len(known[name]) == 1 and (name != "host" or ident.host is None):
+                _set(state, key, ident, name, next(iter(known[name])), how)
+
+
 def from_host_slots(state: _State) -> None:
     """(host, local rank) → global rank, from the pairs known elsewhere (launcher records too)."""
     slots: dict[tuple[str, int], int] = {}
@@ -352,7 +387,7 @@ def settle_stated_ranks(state: _State) -> None:
 
 RESOLVERS: tuple[Callable[[_State], None], ...] = (
     from_path, from_first_lines, from_line_prefixes, from_group_prefixes, from_stated_ranks,
-    from_communicators, from_host_slots, from_pids, settle_stated_ranks,
+    from_communicators, from_key_info, from_host_slots, from_pids, settle_stated_ranks,
 )
 
 
@@ -440,7 +475,7 @@ def _set(state: _State, key: str, ident: Identity, name: str, value: int | str, 
 
 
 def _note_disagreement(state: _State, key: str, current: Identity, found: Identity, how: str) -> None:
-    for name in ("rank", "local_rank", "host", "pid"):
+    for name in ("rank", "local_rank", "host", "pid", "device"):
         a, b = getattr(current, name), getattr(found, name)
         if a is not None and b is not None and a != b:
             state.conflict(key, f"{name}: {current.learnt_from.get(name, '?')} says {a}, {how} says {b}")

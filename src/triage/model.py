@@ -81,6 +81,7 @@ class Identity:
     local_rank: int | None = None
     host: str | None = None
     pid: int | None = None
+    device: int | None = None  # the accelerator it drove (NPU device id, from CANN's device-<id>/)
     learnt_from: dict[str, str] = field(default_factory=dict)  # field name -> signal
 
     def merged_over(self, base: Identity) -> Identity:
@@ -92,6 +93,7 @@ class Identity:
             local_rank=self.local_rank if self.local_rank is not None else base.local_rank,
             host=self.host if self.host is not None else base.host,
             pid=self.pid if self.pid is not None else base.pid,
+            device=self.device if self.device is not None else base.device,
             learnt_from=learnt,
         )
 

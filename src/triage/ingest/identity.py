@@ -1,9 +1,10 @@
-"""Who wrote a source, as far as its path tells: rank, local rank, host, pid.
+"""Who wrote a source, as far as its path tells: rank, local rank, host, pid, device.
 
 Layouts recognised (formats.md §2.5, §5.1, §6; style.md B2): torchrun `--log-dir`
 `…/attempt_N/<local_rank>/{stdout,stderr}.log`, `rank3.log` / `rank-0003` / `rank_3.out`,
 Slurm `%x-%j-%t.out` and `%N.log`, host folders (`node07/`, `host_1_10.0.0.2/`, `gpu-a100-3/`),
-NCCL_DEBUG_FILE `nccl.%h.%p`, CANN `plog-<pid>_<ts>.log`.
+NCCL_DEBUG_FILE `nccl.%h.%p`, CANN `plog-<pid>_<ts>.log` and `device-<id>/device-<pid>_<ts>.log`,
+server folders named by IP (`10.0.0.2/`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ _SLURM_TASK = regex.compile(r"(?:^|[/_.-])(?:task|proc)[_-]?0*(?P<task>\d+)(?=[.
 _SLURM_JOB_TASK = regex.compile(r"-(?P<job>\d{2,})-(?P<task>\d+)\.(?:out|err|log)$")
 _NCCL_FILE = regex.compile(r"(?:^|/)nccl[._-](?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d+)(?:\.log)?$")
 _PLOG = regex.compile(r"(?:^|/)(?:plog|device)-(?P<pid>\d+)_\d+\.log$")
+# CANN's device-side logs sent to the host: `debug/device-<devId>/device-<pid>_<ts>.log`.
+_DEVICE_DIR = regex.compile(r"(?:^|/)device-(?P<device>\d{1,3})/device-\d+_\d+\.log$")
 _HOST_DIR = regex.compile(
-    r"^(?:host_\d+_(?P<ip>[\d.]+)"
+    r"^(?:host_\d+_(?P<ip>[\d.]+)|(?P<bare_ip>\d{1,3}(?:\.\d{1,3}){3})"
     r"|(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|ip|trn|pod)[\w.-]*?\d[\w.-]*))$",
     regex.I,
 )
@@ -56,6 +59,9 @@ def identity_from_path(name: str) -> Identity:
     elif m := _PLOG.search(path):
         identity.pid = int(m["pid"])
         learnt["pid"] = "CANN plog name"
+    if m := _DEVICE_DIR.search(path):
+        identity.device = int(m["device"])
+        learnt["device"] = "CANN device-<id> folder"
     if identity.host is None:
         parts = path.split("/")
         if m := _HOST_FILE.match(parts[-1]):
@@ -63,7 +69,7 @@ def identity_from_path(name: str) -> Identity:
             learnt["host"] = "file name"
         for part in reversed(parts[:-1]):
             if m := _HOST_DIR.match(part):
-                identity.host = m["ip"] or m["name"]
+                identity.host = m["ip"] or m["bare_ip"] or m["name"]
                 learnt["host"] = "folder name"
                 break
     return identity

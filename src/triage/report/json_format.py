@@ -57,6 +57,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "rank": s.identity.rank,
                 "local_rank": s.identity.local_rank,
                 "host": s.identity.host,
+                "device": s.identity.device,
                 "identity_from": s.identity.learnt_from,
                 "lines": s.lines,
                 "bytes": s.bytes,
