@@ -202,3 +202,30 @@ def test_one_key_info_line_names_every_file_of_its_process_on_its_server(tmp_pat
                 source.name
         run_plog = next(s for s in mine if "/run/plog/" in s.name)
         assert run_plog.identity.learnt_from["rank"] == "HCCL [LocalRank Key Info] of its pid"
+
+
+ENTRY = ("[INFO] HCCL({pid},python):2025-10-24-11:12:29.001.054 [op_base.cc:1104][{pid}]Entry-HcclCommInitRootInfoInner:"
+         "ranks[8], rank[{rank}], rootinfo: host ip[10.0.0.1] port[60000] nicDeploy[1] identifier[hccl_world_group], "
+         "deviceLogicId[{local}]")
+CRIMER = ("[INFO] HCCL({pid},python):2025-10-24-11:48:00.191.363 [heartbeat.cc:951] [8970][TaskExecStage]"
+          "[HeartbeatAbnormal]local rank [10.0.0.1/{device}]: crimer rank [10.0.0.2/1] status[LOST] by informer "
+          "rank [10.0.0.2/0]")
+
+
+def test_a_heartbeat_names_the_rank_that_drove_that_device_not_the_local_rank(tmp_path: Path) -> None:
+    """Two Atlas servers, devices handed out in another order than the local ranks
+    (ASCEND_RT_VISIBLE_DEVICES=7,6,5,4 / 3,2,1,0). The heartbeat names device 1 of 10.0.0.2: the
+    rank whose own key info says it drove that device is rank 6 (local rank 2), not rank 5."""
+    files = {}
+    for rank in range(8):
+        ip = "10.0.0.1" if rank < 4 else "10.0.0.2"
+        local, pid = rank % 4, 20000 + rank
+        device = 7 - local if rank < 4 else 3 - local
+        lines = [ENTRY.format(pid=pid, rank=rank, local=local),
+                 KEY_INFO.format(pid=pid, rank=rank, ip=ip, device=device)]
+        files[f"{ip}/debug/plog/plog-{pid}_20251024111228991.log"] = "\n".join(lines) + "\n"
+        if rank == 0:
+            files[f"{ip}/run/plog/plog-{pid}_20251024114800000.log"] = CRIMER.format(pid=pid, device=device) + "\n"
+    report = analyze([_write(tmp_path, files)])
+    assert report.ranks[6].device == 1 and report.ranks[5].device == 2
+    assert [c.rank for c in report.verdict.culprits] == [6], report.verdict

@@ -61,6 +61,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 st.last_lines.append(source.last_line)
             st.host = st.host or ident.host
             st.local_rank = st.local_rank if st.local_rank is not None else ident.local_rank
+            st.device = st.device if st.device is not None else ident.device
     ordered = sorted(events, key=_time_key)
     for event in ordered:
         if event.identity.rank is None:

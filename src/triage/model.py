@@ -140,6 +140,7 @@ class RankState:
     rank: int
     host: str | None = None
     local_rank: int | None = None
+    device: int | None = None  # its accelerator, where its logs say (CANN key info, device-<id>/)
     has_log: bool = False
     events: list[Event] = field(default_factory=list)
     last_lines: list[Evidence] = field(default_factory=list)  # last line of each of its sources

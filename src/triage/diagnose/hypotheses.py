@@ -125,8 +125,18 @@ def _ranks_by_pid_or_address(ctx: Context, event: Event) -> list[int]:
     if not found and ip:
         host = ctx.job.ip_hosts.get(ip, ip)
         device = event.fields.get("culprit_device")
-        for rank, state in ctx.job.ranks.items():
-            if state.host == host and (device is None or str(state.local_rank) == device):
+        on_host = [(rank, state) for rank, state in ctx.job.ranks.items() if state.host == host]
+        # A device is matched to the rank whose own logs say they drove it (CANN key info,
+        # device-<id>/ folders). Without that, NVIDIA's device is the local rank under the
+        # launchers' default placement; an NPU's is not (ASCEND_RT_VISIBLE_DEVICES).
+        devices_known = any(state.device is not None for _, state in on_host)
+        for rank, state in on_host:
+            if device is None:
+                found.append(rank)
+            elif devices_known:
+                if str(state.device) == device:
+                    found.append(rank)
+            elif event.family != "hccl" and str(state.local_rank) == device:
                 found.append(rank)
     return found
 
