@@ -300,6 +300,78 @@ def _where_waiting_began(ctx: Context) -> str:
     return text + "."
 
 
+# --- 3b. the wait chain ----------------------------------------------------------------------
+
+def wait_chain(ctx: Context) -> Hypothesis | None:
+    """Follow who waited on whom to the rank that waited on no one, or to a cycle.
+
+    HCCL says whom a rank waited on (`remoteUserrank` of a link that timed out, a notify wait's
+    `remote rank`, a LINK_ERROR_INFO row): rank 0 waits on 1, which waits on 2, which waits on no
+    one. Timeouts cascade along such chains (HCCL DFX, peers.md A7; ascend-fd's wait chain, A8),
+    so the end of the chain is the cause, even where other ranks are silent too. Group-local
+    ranks (a sub-communicator's) are not followed: they are not global ranks.
+    """
+    waits: dict[int, Counter[int]] = defaultdict(Counter)
+    evidence: dict[int, list[Event]] = defaultdict(list)
+    for rank, facts in ctx.facts.items():
+        for event in facts.timeouts + facts.peer_errors:
+            peer = event.fields.get("peer_rank", "")
+            if event.family != "hccl" or not peer.isdigit() or "peer_pg_rank" in event.fields:
+                continue
+            if int(peer) != rank:
+                waits[rank][int(peer)] += 1
+                evidence[rank].append(event)
+    if not waits:
+        return None
+    ends: dict[int, list[int]] = defaultdict(list)  # end of a chain -> the ranks whose chain ends there
+    cycles: set[tuple[int, ...]] = set()
+    for start in waits:
+        path = [start]
+        while (node := path[-1]) in waits:
+            cited = max(waits[node], key=lambda p: (waits[node][p], -p))  # the peer it cited most
+            if cited in path:
+                cycles.add(tuple(sorted(path[path.index(cited):])))
+                break
+            path.append(cited)
+        else:
+            ends[path[-1]].append(start)
+    if ends:
+        culprits = sorted(ends)
+        chains = "; ".join(_chain_text(waits, start) for end in culprits for start in ends[end][:1])
+        own = [e for r in culprits if r in ctx.facts for e in ctx.facts[r].known_failures]
+        logged = all(r in ctx.facts and ctx.facts[r].state.has_log for r in culprits)
+        score = (0.85 if logged else 0.7) if len(culprits) == 1 else 0.55
+        return Hypothesis(
+            name="wait-chain", score=score,
+            category=_failure_category(own) if own else Category.HUNG_PROCESS,
+            phase=ctx.phase(culprits, [e for es in evidence.values() for e in es]),
+            culprits=[_rank_culprit(ctx, r, "the others' waits lead to it, and it waited on no one",
+                                    [e for start in ends[r] for e in evidence[start]])
+                      for r in culprits],
+            reasoning=f"Who waited on whom, as HCCL logged it: {chains}. The chain ends at rank"
+                      f"{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)}, which waited on no one.")
+    members = sorted({r for cycle in cycles for r in cycle})
+    return Hypothesis(
+        name="wait-chain", score=0.5, category=Category.HUNG_PROCESS,
+        phase=ctx.phase(members, [e for es in evidence.values() for e in es]),
+        culprits=[_rank_culprit(ctx, r, "in a cycle of ranks each waiting on the next", evidence[r])
+                  for r in members],
+        reasoning="Who waited on whom, as HCCL logged it, goes round in a cycle ("
+                  + "; ".join(" -> ".join(map(str, (*c, c[0]))) for c in sorted(cycles))
+                  + "): each rank waits on the next, so no one of them is the cause by this evidence; "
+                  "look for what made the first of them wait (its own errors, a link, a stale process).")
+
+
+def _chain_text(waits: dict[int, Counter[int]], start: int) -> str:
+    path = [start]
+    while path[-1] in waits and len(path) <= len(waits):
+        peer = max(waits[path[-1]], key=lambda p: (waits[path[-1]][p], -p))
+        if peer in path:
+            break
+        path.append(peer)
+    return " waited on ".join(f"rank {r}" for r in path)
+
+
 # --- 4. the lagging rank, and ranks that disagree on the collective -------------------------
 
 def collective_mismatch(ctx: Context) -> Hypothesis | None:
@@ -588,6 +660,6 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
-    named_by_tool, first_failure, silent_rank, collective_mismatch, fingerprint_mismatch,
+    named_by_tool, first_failure, silent_rank, wait_chain, collective_mismatch, fingerprint_mismatch,
     lagging_rank, late_arrival, network_link,
 )

@@ -16,14 +16,20 @@ from triage.job import Job
 from triage.model import Event, Kind, Milestone, Phase
 
 _REAL = (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION)
+_PHASE_BY_WHAT_FAILED = ("hccl",)
 
 
 def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None = None,
               events: list[Event] | None = None) -> Phase:
     """The phase of the failure, from the culprits' milestones, the job's, and the events."""
-    stated = [e.phase for e in events or [] if e.fields.get("phase") and e.phase in _REAL]
+    stated = [e.phase for e in events or [] if (e.fields.get("phase") or e.family in _PHASE_BY_WHAT_FAILED)
+              and e.phase in _REAL]
     if stated:
-        return stated[0]  # the deciding line itself says which phase (triage repro's verdicts)
+        # The deciding line itself says which phase (triage repro's verdicts); or its family names
+        # phases by what failed: HCCL builds a link the first time an operator runs in a
+        # communicator, however far the job got, so a link that fails at step 1000 fails in
+        # operator load (formats.md §5.4, `[InitChannelStage]`).
+        return stated[0]
     furthest = max((s.milestone for s in job.ranks.values() if s.milestone is not None),
                    default=None)
     said = _said_phase(job, facts, events or [])

@@ -1,0 +1,55 @@
+"""HCCL reasoning on small plog trees written the way CANN writes them (formats.md §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from triage.api import analyze
+
+ENTRY = ("[INFO] HCCL({pid},python):2026-03-18-10:31:00.001.054 [op_base.cc:1104][{pid}]Entry-HcclCommInitRootInfoInner:"
+         "ranks[{n}], rank[{rank}], rootinfo: host ip[10.0.0.1] port[60000] nicDeploy[1] identifier[hccl_world_group], "
+         "deviceLogicId[{rank}]")
+KEY_INFO = ("[INFO] HCCL({pid},python):2026-03-18-10:31:01.001.054 [hccl_comm.cc:512][{pid}][LocalRank Key Info]"
+            "userRank[{rank}] hostIp[10.0.0.1] devicePhyId[{rank}] server[10.0.0.1] deviceIp[192.168.1.1{rank}] "
+            "superPodId[-1] superDeviceId[0x0]")
+LINK = ("[ERROR] HCCL({pid},python3):2026-03-18-10:33:52.114.{ms:03d} [transport_manager.cc:612] [18744][InitChannelStage]"
+        "[Timeout]Transport init error! createLink para:rank[{rank}]-localUserrank[{rank}]-localIpAddr[10.0.0.1/{rank}], "
+        "remoteRank[{peer}]-remoteUserrank[{peer}]-remoteIpAddr[10.0.0.1/{peer}], machineType[1], linkMode[1], "
+        "isUsedRdma[0], tag[AllReduce_10.0.0.1%enp189s0f0_60000_0_1742265112]")
+STEP = "[INFO] GE({pid},python):2026-03-18-10:32:{s:02d}.000.000 [graph_manager.cc:101][{pid}]RunGraph step {step} done"
+
+
+def _job(tmp_path: Path, world: int, waits: dict[int, int]) -> Path:
+    """One server, `world` NPUs; rank r's plog says it waited on waits[r] to build a link."""
+    for rank in range(world):
+        pid = 30000 + rank
+        lines = [ENTRY.format(pid=pid, n=world, rank=rank), KEY_INFO.format(pid=pid, rank=rank)]
+        lines += [STEP.format(pid=pid, s=s, step=s) for s in range(3)]
+        if rank in waits:
+            lines.append(LINK.format(pid=pid, rank=rank, peer=waits[rank], ms=rank))
+        path = tmp_path / "10.0.0.1" / "debug" / "plog" / f"plog-{pid}_20260318103100000.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_a_wait_chain_is_followed_to_the_rank_that_waited_on_no_one(tmp_path: Path) -> None:
+    """0 waits on 1, 1 on 2, 4 on 2; 2 and 3 logged no wait. Silence alone cannot tell 2 from 3;
+    the chain ends at 2."""
+    report = analyze([_job(tmp_path, 5, {0: 1, 1: 2, 4: 2})])
+    verdict = report.verdict
+    assert [c.rank for c in verdict.culprits] == [2], verdict
+    assert verdict.hypothesis == "wait-chain"
+    assert verdict.phase.value == "operator_load"
+    assert "rank 0 waited on rank 1 waited on rank 2" in verdict.reasoning
+
+
+def test_a_wait_chain_that_goes_round_in_a_cycle_names_no_single_rank(tmp_path: Path) -> None:
+    """0 waits on 1, 1 on 2, 2 on 0: a cycle; rank 3 waited on no one and is silent. The cycle
+    does not outweigh the silent rank."""
+    report = analyze([_job(tmp_path, 4, {0: 1, 1: 2, 2: 0})])
+    verdict = report.verdict
+    wait_chain = next(h for h in verdict.lost if h.name == "wait-chain")
+    assert sorted(c.rank for c in wait_chain.culprits) == [0, 1, 2]
+    assert "0 -> 1 -> 2 -> 0" in wait_chain.reasoning
+    assert [c.rank for c in verdict.culprits] == [3], verdict
