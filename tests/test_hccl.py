@@ -53,3 +53,22 @@ def test_a_wait_chain_that_goes_round_in_a_cycle_names_no_single_rank(tmp_path: 
     assert sorted(c.rank for c in wait_chain.culprits) == [0, 1, 2]
     assert "0 -> 1 -> 2 -> 0" in wait_chain.reasoning
     assert [c.rank for c in verdict.culprits] == [3], verdict
+
+
+CONFLICT = ("[ERROR] HCCL({pid},python3):2026-03-18-10:33:02.113.{ms:03d} [transport_manager.cc:1033] [18744]"
+            "[InitChannelStage][ParameterConflict]CMD information count check fail. local[{local}], remote[{remote}]")
+
+
+def test_a_parameter_mismatch_names_the_rank_whose_own_value_is_odd(tmp_path: Path) -> None:
+    """Rank 3 runs the all-reduce with count 8320, the others with 16512. Its neighbours 2 and 4
+    report the mismatch first (they are earlier in the log); rank 3 reports it too."""
+    _job(tmp_path, 6, {})
+    for rank, local, remote in ((2, 16512, 8320), (4, 16512, 8320), (3, 8320, 16512)):
+        plog = next((tmp_path / "10.0.0.1" / "debug" / "plog").glob(f"plog-{30000 + rank}_*.log"))
+        with open(plog, "a", encoding="utf-8") as f:
+            f.write(CONFLICT.format(pid=30000 + rank, ms=rank * 10 if rank != 3 else 90, local=local,
+                                    remote=remote) + "\n")
+    verdict = analyze([tmp_path]).verdict
+    assert [c.rank for c in verdict.culprits] == [3], verdict
+    assert verdict.hypothesis == "parameter-mismatch"
+    assert verdict.category.value == "collective_mismatch" and verdict.phase.value == "operator_load"

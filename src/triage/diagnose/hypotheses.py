@@ -477,6 +477,48 @@ def _minority(by_rank: dict[int, str], minimum: int) -> tuple[list[int], str]:
     return sorted(r for r, v in by_rank.items() if v != common), common
 
 
+def parameter_mismatch(ctx: Context) -> Hypothesis | None:
+    """Ranks whose own value of a collective's parameter the others do not share (HCCL EI0005).
+
+    Building a link, two ranks compare the collective they are about to run (tag, count, op,
+    data type); each side logs its own value and the other's. The detecting ranks are not the
+    cause: the cause is the rank whose own value is the odd one out.
+    """
+    own: dict[str, dict[int, str]] = defaultdict(dict)
+    evidence: dict[int, list[Event]] = defaultdict(list)
+    for event in ctx.job.events:
+        fields = event.fields
+        if event.family != "hccl" or "local_value" not in fields or event.rank is None:
+            continue
+        parameter = fields.get("parameter") or "parameter"
+        own[parameter][event.rank] = fields["local_value"]
+        evidence[event.rank].append(event)
+    for parameter, by_rank in sorted(own.items()):
+        if len(set(by_rank.values())) < 2:
+            continue
+        odd, common = _minority(by_rank, minimum=3)
+        events = [e for r in by_rank for e in evidence[r]]
+        if odd:
+            culprits = [_rank_culprit(ctx, r, f"ran the collective with {parameter} {by_rank[r]} where the "
+                                      f"others had {common}", evidence[r]) for r in odd]
+            score, reasoning = 0.9, (
+                f"HCCL compared the collective's {parameter} between ranks as they built links: rank"
+                f"{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} had "
+                f"{', '.join(sorted({by_rank[r] for r in odd}))}, the other {len(by_rank) - len(odd)} "
+                f"reporting ranks {common}. The ranks that reported the mismatch only detected it.")
+        else:
+            odd = sorted(by_rank)
+            culprits = [_rank_culprit(ctx, r, f"has {parameter} {by_rank[r]}; its peers disagree", evidence[r])
+                        for r in odd]
+            score, reasoning = 0.5, (
+                f"HCCL found the collective's {parameter} inconsistent ("
+                + ", ".join(f"rank {r}: {v}" for r, v in sorted(by_rank.items()))
+                + "), and no majority says which rank is the odd one.")
+        return Hypothesis(name="parameter-mismatch", score=score, category=Category.COLLECTIVE_MISMATCH,
+                          phase=ctx.phase(odd, events), culprits=culprits, reasoning=reasoning)
+    return None
+
+
 def lagging_rank(ctx: Context) -> Hypothesis | None:
     """Inside one group, the few members whose collective sequence fell behind the others'."""
     for group in _groups_by_progress(ctx):
@@ -661,5 +703,5 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
     named_by_tool, first_failure, silent_rank, wait_chain, collective_mismatch, fingerprint_mismatch,
-    lagging_rank, late_arrival, network_link,
+    parameter_mismatch, lagging_rank, late_arrival, network_link,
 )
