@@ -229,3 +229,19 @@ def test_a_heartbeat_names_the_rank_that_drove_that_device_not_the_local_rank(tm
     report = analyze([_write(tmp_path, files)])
     assert report.ranks[6].device == 1 and report.ranks[5].device == 2
     assert [c.rank for c in report.verdict.culprits] == [6], report.verdict
+
+
+def test_a_device_log_of_another_process_is_the_rank_that_drove_that_device(tmp_path: Path) -> None:
+    """hccp_service writes its own device logs (its own pid) under `device-<id>/`: they belong to
+    the rank whose key info says it drove that device on that server."""
+    files = {
+        "10.0.0.1/debug/plog/plog-17381_20251024111228991.log":
+            KEY_INFO.format(pid=17381, rank=3, ip="10.0.0.1", device=5) + "\n",
+        "10.0.0.1/run/device-5/device-2988_20251024153928174.log":
+            "[INFO] HCCP(2988,hccp_service.bin):2025-10-24-15:39:26.133.826 [rs_ssl.c:1529]tid:2988,"
+            "rs_ssl_init(1529) : TLS SWITCH (1)\n",
+    }
+    report = analyze([_write(tmp_path, files)])
+    device_log = _source(report.sources, "device-2988_20251024153928174.log")
+    assert (device_log.identity.rank, device_log.identity.device) == (3, 5)
+    assert device_log.identity.learnt_from["rank"] == "the rank that drove its device on its server"

@@ -284,6 +284,17 @@ def from_key_info(state: _State) -> None:
         for name in ("device", "host", "rank"):
             if len(known[name]) == 1 and (name != "host" or ident.host is None):
                 _set(state, key, ident, name, next(iter(known[name])), how)
+    # Other processes' logs about a device (hccp_service's `device-<id>/` logs: its own pid) are
+    # the rank's that drove that device on that server.
+    slots: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for ident in state.writers.identities.values():
+        if ident.host and ident.device is not None and ident.rank is not None:
+            slots[(ident.host, ident.device)].add(ident.rank)
+    for key, ident in state.writers.identities.items():
+        if ident.rank is None and ident.host and ident.device is not None:
+            ranks = slots.get((ident.host, ident.device), set())
+            if len(ranks) == 1:
+                _set(state, key, ident, "rank", next(iter(ranks)), "the rank that drove its device on its server")
 
 
 def from_host_slots(state: _State) -> None:
