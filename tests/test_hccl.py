@@ -72,3 +72,21 @@ def test_a_parameter_mismatch_names_the_rank_whose_own_value_is_odd(tmp_path: Pa
     assert [c.rank for c in verdict.culprits] == [3], verdict
     assert verdict.hypothesis == "parameter-mismatch"
     assert verdict.category.value == "collective_mismatch" and verdict.phase.value == "operator_load"
+
+
+TLS = ("[INFO] HCCP({pid},hccp_service.bin):2026-03-18-10:30:26.133.826 [rs_ssl.c:1529]tid:{pid},"
+       "rs_ssl_init(1529) : TLS SWITCH ({switch})")
+
+
+def test_a_tls_switch_minority_is_the_cause_when_every_link_times_out(tmp_path: Path) -> None:
+    """Rank 2's device has TLS off, the others on: every rank times out building links (their
+    waits go round: 0, 1 and 3 wait on 2, 2 waits on 0). The minority switch is the cause."""
+    _job(tmp_path, 4, {0: 2, 1: 2, 3: 2, 2: 0})
+    for rank in range(4):
+        log = tmp_path / "10.0.0.1" / "run" / f"device-{rank}" / f"device-{5000 + rank}_20260318103026000.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(TLS.format(pid=5000 + rank, switch=0 if rank == 2 else 1) + "\n", encoding="utf-8")
+    verdict = analyze([tmp_path]).verdict
+    assert [c.rank for c in verdict.culprits] == [2], verdict
+    assert verdict.hypothesis == "tls-mismatch"
+    assert verdict.category.value == "config_mismatch" and verdict.phase.value == "operator_load"

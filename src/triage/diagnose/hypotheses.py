@@ -10,6 +10,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import regex
+
 from triage.diagnose.facts import RankFacts, is_crash_exit, is_victim_exit
 from triage.diagnose.phase import job_phase
 from triage.job import INIT_CALLS, Job
@@ -519,6 +521,50 @@ def parameter_mismatch(ctx: Context) -> Hypothesis | None:
     return None
 
 
+def tls_mismatch(ctx: Context) -> Hypothesis | None:
+    """Ranks whose TLS switch differs from the others' (HCCL): their links can never be built.
+
+    Each device's HCCP logs its switch (`TLS SWITCH (1)`); HCCL itself may list the ranks by
+    switch (EI0016). Links between ranks of different switches time out on both sides, on every
+    rank alike, so the minority is the cause (HCCL DFX; ascend-fd's first socket check, peers.md A7 and A8).
+    """
+    switch: dict[int, str] = {}
+    evidence: dict[int, list[Event]] = defaultdict(list)
+    for event in ctx.job.events:
+        fields = event.fields
+        if event.family != "hccl":
+            continue
+        if "tls_switch" in fields and event.rank is not None:
+            switch[event.rank] = "on" if fields["tls_switch"] != "0" else "off"
+            evidence[event.rank].append(event)
+        for state, listed in (("on", fields.get("tls_enabled")), ("off", fields.get("tls_disabled"))):
+            for ip, device in _ADDRESSES.findall(listed or ""):
+                for rank in _ranks_at(ctx, ip, device):
+                    switch.setdefault(rank, state)
+                    evidence[rank].append(event)
+    odd, common = _minority(switch, minimum=3)
+    if not odd:
+        return None
+    waits = [e for r in ctx.waiters() for e in ctx.facts[r].timeouts[:1]]
+    return Hypothesis(
+        name="tls-mismatch", score=0.85, category=Category.CONFIG_MISMATCH,
+        phase=ctx.phase(odd, waits or [e for r in odd for e in evidence[r]]),
+        culprits=[_rank_culprit(ctx, r, f"has TLS {switch[r]} where the others have it {common}", evidence[r])
+                  for r in odd],
+        reasoning=f"The devices' TLS switches differ: rank{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} "
+                  f"{'have' if len(odd) > 1 else 'has'} TLS {switch[odd[0]]}, the other "
+                  f"{len(switch) - len(odd)} ranks {common}. Links between the two can never be built, "
+                  "so every rank times out building them; the minority is the one to change.")
+
+
+_ADDRESSES = regex.compile(r"([\d.]+)/(\d+)")
+
+
+def _ranks_at(ctx: Context, ip: str, device: str) -> list[int]:
+    host = ctx.job.ip_hosts.get(ip, ip)
+    return [r for r, s in ctx.job.ranks.items() if s.host == host and str(s.device) == device]
+
+
 def lagging_rank(ctx: Context) -> Hypothesis | None:
     """Inside one group, the few members whose collective sequence fell behind the others'."""
     for group in _groups_by_progress(ctx):
@@ -703,5 +749,5 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
     named_by_tool, first_failure, silent_rank, wait_chain, collective_mismatch, fingerprint_mismatch,
-    parameter_mismatch, lagging_rank, late_arrival, network_link,
+    parameter_mismatch, tls_mismatch, lagging_rank, late_arrival, network_link,
 )
