@@ -356,6 +356,10 @@ def from_pids(state: _State) -> None:
     for event in state.events:
         if event.identity.pid is not None and event.identity.rank is not None:
             pid_ranks[event.identity.pid][event.identity.rank] += 1
+        pid, rank = event.fields.get("pid", ""), event.fields.get("rank", "")
+        if event.family == "hccl" and pid.isdigit() and rank.isdigit() and "pg_rank" not in event.fields:
+            # torch_npu's footer names a process and its rank: `(PID:3215080, Device:3, RankID:3)`
+            pid_ranks[int(pid)][int(rank)] += 1
     for ident in state.writers.identities.values():
         if ident.pid is not None and ident.rank is not None:
             pid_ranks[ident.pid][ident.rank] += 1

@@ -62,6 +62,8 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     for event in ctx.job.events:
         if event.kind is not Kind.CULPRIT_NAMED:
             continue
+        if _mutual_pair(ctx, event) is not None:
+            continue  # both ends waited on each other: the link between them (device_link)
         ranks = parse_ranks(event.fields.get("culprit_ranks", ""))
         ranks += _ranks_by_pid_or_address(ctx, event)
         for rank in ranks:
@@ -317,11 +319,9 @@ def wait_chain(ctx: Context) -> Hypothesis | None:
     evidence: dict[int, list[Event]] = defaultdict(list)
     for rank, facts in ctx.facts.items():
         for event in facts.timeouts + facts.peer_errors:
-            peer = event.fields.get("peer_rank", "")
-            if event.family != "hccl" or not peer.isdigit() or "peer_pg_rank" in event.fields:
-                continue
-            if int(peer) != rank:
-                waits[rank][int(peer)] += 1
+            peer = _waited_on(ctx, event) if event.family == "hccl" else None
+            if peer is not None and peer != rank:
+                waits[rank][peer] += 1
                 evidence[rank].append(event)
     if not waits:
         return None
@@ -362,6 +362,72 @@ def wait_chain(ctx: Context) -> Hypothesis | None:
                   + "; ".join(" -> ".join(map(str, (*c, c[0]))) for c in sorted(cycles))
                   + "): each rank waits on the next, so no one of them is the cause by this evidence; "
                   "look for what made the first of them wait (its own errors, a link, a stale process).")
+
+
+def _waited_on(ctx: Context, event: Event) -> int | None:
+    """The global rank a line says its writer waited on; a group rank through its communicator.
+
+    HCCL names the peer in the communicator's own ranks (`remoteUserrank[1]` of `group_name_1`);
+    the operation's tag ends with the communicator's identifier (`AllReduce_group_name_1`), and
+    each member's init line gave its rank there (`…ConfigInner:ranks[4], rank[1] … identifier[…]`).
+    """
+    fields = event.fields
+    peer = fields.get("peer_pg_rank") or fields.get("peer_rank", "")
+    if not peer.isdigit():
+        return None
+    comms = {key: group for key, group in ctx.job.groups.items() if key.startswith("comm:")}
+    tag = fields.get("tag", "")
+    for key, group in comms.items():
+        if tag and tag.endswith("_" + key[len("comm:"):]):
+            found = [r for r, m in group.members.items() if m.group_rank == int(peer)]
+            return found[0] if len(found) == 1 else None
+    # HCCL names peers by their rank in the communicator of the operation. Without a tag that
+    # says which (a graph-mode `HcomAllReduce_<hash>_0`, a line with no tag), that is the world's
+    # rank only where the world is the job's one communicator.
+    return int(peer) if len(comms) <= 1 else None
+
+
+def _mutual_pair(ctx: Context, event: Event) -> tuple[int, int] | None:
+    """The two ranks of an HCCL connect probe (srcRank could not reach dstRank), when each of them
+    waited on the other: then, by HCCL's own advice, the network between them is the fault."""
+    fields = event.fields
+    if event.family != "hccl" or not {"src_server", "src_device", "culprit_ip", "culprit_device"} <= fields.keys():
+        return None
+    src = _ranks_at(ctx, fields["src_server"], fields["src_device"])
+    dst = _ranks_at(ctx, fields["culprit_ip"], fields["culprit_device"])
+    if len(src) != 1 or len(dst) != 1:
+        return None
+    waited = {rank: {_waited_on(ctx, e) for e in ctx.facts[rank].timeouts + ctx.facts[rank].peer_errors}
+              for rank in (src[0], dst[0]) if rank in ctx.facts}
+    if dst[0] in waited.get(src[0], set()) and src[0] in waited.get(dst[0], set()):
+        return src[0], dst[0]
+    return None
+
+
+def device_link(ctx: Context) -> Hypothesis | None:
+    """The link between two devices that HCCL's probe found could not connect, each end waiting on
+    the other (`CONNECT TIMEOUT DETECT RESULT`; HCCL: "if the link setup timeout is reported on
+    both ends, check the network connectivity between the two ends")."""
+    pairs: dict[tuple[int, int], list[Event]] = defaultdict(list)
+    for event in ctx.job.events:
+        if (pair := _mutual_pair(ctx, event)) is not None:
+            pairs[min(pair), max(pair)].append(event)
+    if not pairs:
+        return None
+    (a, b), events = max(pairs.items(), key=lambda kv: len(kv[1]))
+    fields = events[0].fields
+    ends = (a, b)
+    where = {r: f"rank {r} ({ctx.host_of(r) or '?'}, device {ctx.job.ranks[r].device})" for r in ends}
+    culprit = Culprit(kind="link", host=where[a], peer=where[b],
+                      reason="HCCL's probe found this pair could not connect, and each end waited on the other",
+                      evidence=_evidence(events + [e for r in ends for e in ctx.facts[r].timeouts[:1]]))
+    return Hypothesis(
+        name="device-link", score=0.9 if len(pairs) == 1 else 0.6, category=Category.NETWORK_FAULT,
+        phase=ctx.phase(None, events), culprits=[culprit],
+        reasoning=f"HCCL's connection probe found that {fields['src_server']}/{fields['src_device']} could not "
+                  f"connect to {fields['culprit_ip']}/{fields['culprit_device']}, and both ends timed out "
+                  f"waiting on each other: the network between ranks {a} and {b} (their NICs, cables, switch "
+                  "ports, or a TLS or IP setting that differs), not either process.")
 
 
 def _chain_text(waits: dict[int, Counter[int]], start: int) -> str:
@@ -749,5 +815,5 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
     named_by_tool, first_failure, silent_rank, wait_chain, collective_mismatch, fingerprint_mismatch,
-    parameter_mismatch, tls_mismatch, lagging_rank, late_arrival, network_link,
+    parameter_mismatch, tls_mismatch, device_link, lagging_rank, late_arrival, network_link,
 )

@@ -1,0 +1,414 @@
+"""The Ascend/HCCL bundles are what bench/ascendgen.py writes, and their truth holds in their files.
+
+`tests/fixtures/make_ascend_fixtures.py` writes each `ascend-*/` bundle (logs + truth.yaml).  This
+test checks (1) the committed bytes are exactly a fresh build's, (2) truth.yaml is `plan()`'s truth
+for the spec, (3) who-is-who in the files agrees with the truth (every pid's key-info lines,
+torch_npu footers, server and device folders; no file claims a rank for another pid), and (4) the
+injected fault left its evidence: the culprit's own signal, the victims' cascade codes, and what
+each branch of culprit reasoning reads (root lists, wait chains, TLS switches, heartbeat
+locations, error-CQE endpoints, timeout spreads).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import ascendgen  # noqa: E402
+import make_ascend_fixtures as maf  # noqa: E402
+
+NAMES = list(maf.SPECS)
+
+PLOG_NAME = re.compile(r"(?:plog|device)-(\d+)_\d+\.log$")
+LINE_PID = re.compile(r"^\[[A-Z]+\] ?[A-Z_]+\((\d+),[^)]*\):")
+ENTRY = re.compile(r"Entry-HcclCommInitRootInfo(?:Config)?Inner:ranks\[(\d+)\], rank\[(\d+)\].*identifier\[([^\]]+)\], deviceLogicId\[(\d+)\]")
+COMM_KEY = re.compile(r"\[Communicator Key Info\]identifier\[([^\]]+)\]")
+LOCAL_KEY = re.compile(r"\[LocalRank Key Info\]userRank\[(\d+)\] hostIp\[([^\]]+)\] devicePhyId\[(\d+)\] server\[([^\]]+)\] deviceIp\[([^\]]+)\]")
+FOOTER = re.compile(r"\(PID:(\d+), Device:(-?\d+), RankID:(-?\d+)\) ERR\d{5}")
+REMOTE = re.compile(r"localUserrank\[(\d+)\].*remoteUserrank\[(\d+)\].*tag\[([A-Za-z]+)_([^\]]+)\]")
+
+
+def _starts_block(line: str) -> bool:
+    """Another rank's footer, [PID: n] code or [rankN]: prefix."""
+    return bool(re.search(r"\(PID:\d+,|\[PID: \d+\]|\[rank\d+\]", line))
+
+
+def _continues_block(line: str) -> bool:
+    """The error text under a footer: the CANN code line and its indented details."""
+    return line.startswith((" ", "\t", "[Error]:", "there are")) or bool(re.match(r"E[IJ]\d{4}: ", line))
+
+
+class Bundle:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.spec = maf.SPECS[name]
+        self.root = maf.FIXTURES / name
+        self.logs = self.root / "logs"
+        self.truth: dict[str, Any] = yaml.safe_load((self.root / "truth.yaml").read_text(encoding="utf-8"))["truth"]
+        self.ranks = {r["rank"]: r for r in self.truth["ranks"]}
+        self.by_pid = {r["pid"]: r for r in self.truth["ranks"]}
+        self.files = {p.relative_to(self.logs).as_posix(): p.read_text(encoding="utf-8") for p in sorted(self.logs.rglob("*")) if p.is_file()}
+
+    def pid_files(self, pid: int) -> dict[str, str]:
+        return {k: v for k, v in self.files.items() if (m := PLOG_NAME.search(k)) and int(m.group(1)) == pid}
+
+    def screen_lines(self, rank: int) -> list[str]:
+        """Screen lines this rank printed: [rankN]: prefixes, footers, [PID: n] codes, its own file."""
+        pid = self.ranks[rank]["pid"]
+        marks = (f"[rank{rank}]", f"(PID:{pid},", f"[PID: {pid}]", f"[Rank {rank}]")
+        out: list[str] = []
+        for path, text in self.files.items():
+            if not path.startswith("train"):
+                continue
+            own = path == f"train_{rank}.log"
+            mine = False  # inside a block this rank printed (a footer's error text follows it)
+            for line in text.splitlines():
+                if any(m in line for m in marks):
+                    mine = True
+                elif _starts_block(line) or not _continues_block(line):
+                    mine = False
+                if own or mine:
+                    out.append(line)
+        return out
+
+    def text(self, rank: int) -> str:
+        pid = self.ranks[rank]["pid"]
+        return "\n".join([*self.pid_files(pid).values(), *self.screen_lines(rank)])
+
+    def global_rank(self, ident: str, group_rank: int) -> int:
+        return int(self.truth["groups"][ident][group_rank])
+
+    def has_plogs(self) -> bool:
+        return self.spec.layout != "screen"
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def bundle(request: pytest.FixtureRequest) -> Bundle:
+    return Bundle(request.param)
+
+
+def test_there_are_enough_bundles() -> None:
+    assert len(NAMES) >= 14
+    branches = {ascendgen.FAULTS[s.fault][2] for s in maf.SPECS.values()}
+    assert len(branches - {""}) >= 12, sorted(branches)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_bundle_is_what_the_generator_writes(name: str) -> None:
+    assert (maf.FIXTURES / name).is_dir(), f"run {maf.MADE_BY} {name}"
+    assert maf.differences(maf.SPECS[name]) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_truth_yaml_is_the_plan(name: str) -> None:
+    spec = maf.SPECS[name]
+    data = yaml.safe_load((maf.FIXTURES / name / "truth.yaml").read_text(encoding="utf-8"))
+    assert data["truth"] == ascendgen.truth_dict(ascendgen.plan(spec))
+    got = {p.relative_to(maf.FIXTURES / name / "logs").as_posix() for p in (maf.FIXTURES / name / "logs").rglob("*") if p.is_file()}
+    assert got == set(data["truth"]["files"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bundle_sizes_stay_small(name: str) -> None:
+    size = sum(p.stat().st_size for p in (maf.FIXTURES / name).rglob("*") if p.is_file())
+    assert size < (2_000_000 if maf.SPECS[name].servers * maf.SPECS[name].npus > 8 else 400_000)
+
+
+def test_every_line_of_a_pids_file_is_that_pids(bundle: Bundle) -> None:
+    """A plog or device log holds its own pid's lines only (HCCP service lines excepted)."""
+    for path, text in bundle.files.items():
+        m = PLOG_NAME.search(path)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        me = bundle.by_pid[pid]
+        assert path.split("/")[0] == me["server"], f"{path}: pid {pid} runs on {me['server']}"
+        if dev := re.search(r"/device-(\d+)/", path):
+            assert int(dev.group(1)) == me["device"], f"{path}: rank {me['rank']} uses device {me['device']}"
+        for line in text.splitlines():
+            lm = LINE_PID.match(line)
+            if lm and "hccp_service.bin" not in line:
+                assert int(lm.group(1)) == pid, f"{path}: {line[:80]}"
+
+
+def test_key_info_agrees_with_the_truth(bundle: Bundle) -> None:
+    """Entry/[Communicator|LocalRank Key Info] lines: group rank -> global rank, device, server."""
+    claims: dict[int, set[int]] = {}
+    for path, text in bundle.files.items():
+        m = PLOG_NAME.search(path)
+        if not m:
+            continue
+        me = bundle.by_pid[int(m.group(1))]
+        ident = None
+        for line in text.splitlines():
+            if e := ENTRY.search(line):
+                n, g, eid, logic = int(e.group(1)), int(e.group(2)), e.group(3), int(e.group(4))
+                assert len(bundle.truth["groups"][eid]) == n
+                assert bundle.global_rank(eid, g) == me["rank"], f"{path}: {line[:120]}"
+                assert logic == me["logical"]
+                claims.setdefault(bundle.global_rank(eid, g), set()).add(me["pid"])
+            if c := COMM_KEY.search(line):
+                ident = c.group(1)
+            if k := LOCAL_KEY.search(line):
+                assert ident is not None, f"{path}: LocalRank Key Info without its communicator"
+                g = int(k.group(1))
+                assert bundle.global_rank(ident, g) == me["rank"], f"{path}: {line[:120]}"
+                assert (k.group(2), int(k.group(3)), k.group(4), k.group(5)) == (me["host_ip"], me["device"], me["host_ip"], me["device_ip"])
+                claims.setdefault(me["rank"], set()).add(me["pid"])
+    for text in (t for p, t in bundle.files.items() if p.startswith("train")):
+        for f in FOOTER.finditer(text):
+            pid, dev, rank = (int(x) for x in f.groups())
+            assert bundle.ranks[rank]["pid"] == pid and bundle.ranks[rank]["logical"] == dev, f.group(0)
+            claims.setdefault(rank, set()).add(pid)
+    for rank, pids in claims.items():
+        assert pids == {bundle.ranks[rank]["pid"]}, f"rank {rank} claimed by pids {pids}"
+    for rank in bundle.truth["culprit_ranks"]:
+        assert claims.get(rank, {bundle.ranks[rank]["pid"]}) == {bundle.ranks[rank]["pid"]}
+
+
+def test_rank_table_matches_the_truth(bundle: Bundle) -> None:
+    if "rank_table.json" not in bundle.files:
+        pytest.skip("no rank table in this bundle")
+    import json
+
+    doc = json.loads(bundle.files["rank_table.json"])
+    for server in doc["server_list"]:
+        for d in server["device"]:
+            me = bundle.ranks[int(d["rank_id"])]
+            assert (server["server_id"], int(d["device_id"]), d["device_ip"]) == (me["host_ip"], me["device"], me["device_ip"])
+
+
+def test_permuted_devices_are_not_local_ranks(bundle: Bundle) -> None:
+    if not bundle.spec.visible:
+        pytest.skip("identity device mapping")
+    moved = [r for r in bundle.truth["ranks"] if r["device"] != r["logical"]]
+    assert moved, "a permuted job must have ranks whose device is not their local rank"
+
+
+# --------------------------------------------------------------------------------------------
+# The injected fault's evidence, per branch
+
+EI0006 = ("Getting socket times out", "wait socket establish timeout")
+EI0002 = "The wait execution of the Notify register times out"
+
+
+def _wait_edges(b: Bundle) -> dict[int, int]:
+    """Global rank -> global rank it waited on at link establishment (Transport init error)."""
+    edges: dict[int, int] = {}
+    for r in b.ranks:
+        for line in b.text(r).splitlines():
+            if "Transport init error" in line and (m := REMOTE.search(line)):
+                ident = m.group(4)
+                edges[r] = b.global_rank(ident, int(m.group(2)))
+    return edges
+
+
+def _walk(edges: dict[int, int], start: int) -> tuple[int, set[int]]:
+    """Follow waits from start: (end, set()) at a rank that waits on nobody, or (-1, cycle)."""
+    seen: list[int] = []
+    r = start
+    while r in edges:
+        if r in seen:
+            return -1, set(seen[seen.index(r):])
+        seen.append(r)
+        r = edges[r]
+    return r, set()
+
+
+def _root_lists(b: Bundle) -> None:
+    root = b.text(0)
+    n = b.truth["world_size"]
+    assert f"need connect rankNum is [{n}]" in root
+    listed = {int(x) for x in re.findall(r"\[(\d{16})\]", root)}
+    assert listed == set(range(n)) - set(b.truth["culprit_ranks"])
+    agents = "".join(f"{r}," for r in b.truth["culprit_ranks"])
+    for v in b.truth["victims"]:
+        assert f"Failed to connect agent[{agents}]" in b.text(v), f"rank {v}"
+
+
+def check_init_root(b: Bundle) -> None:
+    _root_lists(b)
+    c = b.truth["culprit_ranks"][0]
+    assert "Entry-HcclCommInitRootInfo" not in b.text(c)
+    assert "FileNotFoundError" in b.text(c)
+
+
+def check_init_agent(b: Bundle) -> None:
+    _root_lists(b)
+    c = b.truth["culprit_ranks"][0]
+    assert "TopoExchangeAgent: connect server[10.90.42.160 : 60000] failed" in b.text(c)
+
+
+def check_init_rank_error(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    assert "is not a valid real path" in b.text(c) and "EI0004: " in b.text(c)
+    assert not any(s in b.text(c) for s in EI0006)
+    for v in b.truth["victims"]:
+        assert all(s in b.text(v) for s in EI0006), f"rank {v}"
+    assert _walk(_wait_edges(b), b.truth["victims"][0])[0] == c
+
+
+def check_ei0006_non_reporter(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    assert not any(s in b.text(c) for s in EI0006)
+    for v in b.truth["victims"]:
+        assert "EI0006: " in b.text(v) and "LINK_ERROR_INFO" in b.text(v), f"rank {v}"
+    edges = _wait_edges(b)
+    assert c in edges.values(), "some victim must wait on the culprit directly"
+    assert any(t != c for t in edges.values()), "a cascade: some victims wait on other victims"
+
+
+def check_chain_end(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    edges = _wait_edges(b)
+    assert set(edges) == set(b.truth["victims"])
+    assert all(_walk(edges, v)[0] == c for v in edges), edges
+    assert any(edges[v] != c for v in edges), "the chain must have more than one hop"
+    # the chain is written in group ranks that differ from the global ones
+    assert any(int(m.group(2)) != edges[v] for v in edges for m in REMOTE.finditer(b.text(v)))
+    outside = set(b.ranks) - set(b.truth["groups"]["group_name_1"])
+    assert outside and not any(s in b.text(r) for r in outside for s in EI0006)
+
+
+def check_chain_cycle(b: Bundle) -> None:
+    edges = _wait_edges(b)
+    assert len(edges) == b.truth["world_size"]
+    for v in edges:
+        end, cycle = _walk(edges, v)
+        assert end == -1 and cycle == set(b.truth["culprit_ranks"]), (v, edges)
+    ends = b.truth["link"]["ends"]
+    assert ends[0]["server_ip"] != ends[1]["server_ip"]
+    for r in b.truth["culprit_ranks"]:
+        assert "CONNECT TIMEOUT DETECT RESULT" in b.text(r)
+
+
+def check_tls(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    switches = {r: re.findall(r"TLS SWITCH \((\d)\)", b.text(r)) for r in b.ranks}
+    assert switches[c] == ["1"] and all(v == ["0"] for r, v in switches.items() if r != c)
+    for r in b.ranks:
+        assert "EI0006: " in b.text(r), f"rank {r}: all ranks time out"
+    assert "time out |   ENABLE" in b.text(c)
+
+
+def check_ei0005(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    assert "CMD information" in b.text(c)
+    reporters = [r for r in b.ranks if "CMD information" in b.text(r)]
+    assert len(reporters) == 3 and c in reporters
+    others = [r for r in reporters if r != c]
+    # the culprit disagrees with each of its neighbours; the neighbours agree with each other
+    mine = re.findall(r"check fail\. local\[([^\]]+)\]", b.text(c))
+    theirs = {tuple(re.findall(r"check fail\. local\[([^\]]+)\]", b.text(r))) for r in others}
+    assert len(theirs) == 1 and set(mine).isdisjoint(next(iter(theirs)))
+
+
+def check_ei0002_non_reporter(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    assert EI0002 not in b.text(c)
+    for v in b.truth["victims"]:
+        assert EI0002 in b.text(v), f"rank {v}"
+    if b.spec.layout == "screen":
+        assert all("WorkHCCL(SeqNum=" in b.text(v) for v in b.truth["victims"])
+
+
+def check_heartbeat(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    where = b.truth["culprit_devices"][0]
+    for v in b.truth["victims"]:
+        t = b.text(v)
+        assert EI0002 in t and f"Cluster Exception Location[IP/ID]:[{where}]" in t, f"rank {v}"
+        if b.has_plogs():
+            assert f"crimer rank [{where}]" in t
+    assert "Cluster Exception Location" not in b.text(c)
+    assert int(where.split("/")[1]) != b.ranks[c]["logical"], "device id must not be the local rank here"
+
+
+def check_cqe(b: Bundle) -> None:
+    link = b.truth["link"]
+    remotes = Counter(re.findall(r"remoteIP\{server\[[^\]]+\],deviceId\[\d+\],deviceIp\[([^\]]+)\]", "\n".join(b.text(r) for r in b.ranks)))
+    locals_ = Counter(re.findall(r"localInfo\{server\[[^\]]+\],deviceId\[\d+\],deviceIp\[([^\]]+)\]", "\n".join(b.text(r) for r in b.ranks)))
+    seen = remotes + locals_
+    end = next(e for e in link["ends"] if e["rank"] == link["endpoint"])
+    other = next(e for e in link["ends"] if e["rank"] != link["endpoint"])
+    assert seen.most_common(1)[0][0] == end["device_ip"], seen
+    assert other["device_ip"] in seen
+    assert "Execution Error ROCE CQE(EI0013)" in b.text(end["rank"])
+
+
+def check_spread(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    stamp = re.compile(r"(\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d)\.\d{3}\.\d{3} \[task_exception_handler\.cc:908\]")
+    import calendar
+    import time as _time
+
+    def first(r: int) -> int:
+        m = stamp.search(b.text(r))
+        assert m, f"rank {r} has no task exception"
+        return calendar.timegm(_time.strptime(m.group(1), "%Y-%m-%d-%H:%M:%S"))
+
+    times = {r: first(r) for r in b.ranks}
+    timeout = int(re.search(r"HCCL_EXEC_TIMEOUT set [a-z ]+ to \[(\d+)\]s", b.text(0)).group(1))  # type: ignore[union-attr]
+    assert max(times, key=lambda r: times[r]) == c
+    assert max(times.values()) - min(times.values()) > timeout
+
+
+def check_ej0001(b: Bundle) -> None:
+    c = b.truth["culprit_ranks"][0]
+    t = b.text(c)
+    assert "EJ0001" in t and "Failed to initialize the HCCP process" in t
+    _root_lists(b)
+
+
+def check_none(b: Bundle) -> None:
+    for path, text in b.files.items():
+        assert "[ERROR]" not in text and not re.search(r"\bE[IJ]\d{4}\b", text), path
+    assert all("Entry-HcclCommDestroy" in b.text(r) for r in b.ranks)
+
+
+CHECKS: dict[str, Callable[[Bundle], None]] = {
+    "": check_none,
+    "init_root_connected_vs_needed": check_init_root,
+    "init_agent_connect_failed": check_init_agent,
+    "init_rank_local_error": check_init_rank_error,
+    "ei0006_non_reporter": check_ei0006_non_reporter,
+    "wait_chain_end": check_chain_end,
+    "wait_chain_cycle": check_chain_cycle,
+    "tls_minority": check_tls,
+    "ei0005_parameter_mismatch": check_ei0005,
+    "ei0002_non_reporter": check_ei0002_non_reporter,
+    "heartbeat_exception_location": check_heartbeat,
+    "error_cqe_link": check_cqe,
+    "exec_spread_last_device": check_spread,
+    "ej0001_stale_process": check_ej0001,
+}
+
+
+def test_the_fault_left_its_evidence(bundle: Bundle) -> None:
+    CHECKS[bundle.truth["branch"]](bundle)
+
+
+def test_victims_report_and_the_culprit_is_not_a_victim(bundle: Bundle) -> None:
+    culprits = set(bundle.truth["culprit_ranks"])
+    assert culprits.isdisjoint(bundle.truth["victims"])
+    for v in bundle.truth["victims"]:
+        assert re.search(r"\bE[IJ]\d{4}\b|\[ERROR\]", bundle.text(v)), f"victim {v} reports nothing"
+
+
+def test_checks_can_fail() -> None:
+    """The evidence checks reject a truth that names the wrong rank."""
+    b = Bundle("ascend-ei0006-silent-rank2")
+    b.truth = {**b.truth, "culprit_ranks": [3], "victims": [r for r in b.ranks if r != 3]}
+    with pytest.raises(AssertionError):
+        check_ei0006_non_reporter(b)
