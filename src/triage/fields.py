@@ -51,6 +51,7 @@ FIELDS: dict[str, Field] = {
     "comm_id": Field("str", "communicator id: NCCL commId hash, HCCL group identifier"),
     "src_server": Field("ip", "HCCL connect probe: the server of the end that could not connect (srcRank)"),
     "src_device": Field("int", "HCCL connect probe: the device of the end that could not connect (srcRank)"),
+    "exception": Field("str", "HCCL heartbeat: what it found on the device it names (Heartbeat Lost, Stuck, Error cqe; LOST, STUCK, ERROR CQE)"),
     "tag": Field("str", "HCCL operation tag: the op and its communicator's identifier (`AllReduce_group_name_1`)"),
     "nranks": Field("int", "ranks in the communicator; the world communicator has world-size ranks"),
     "world_size": Field("int", "ranks in the job"),

@@ -196,6 +196,7 @@ class Culprit:
     rank: int | None = None
     host: str | None = None
     peer: str | None = None  # the other end of a link
+    peer_rank: int | None = None  # the rank at that other end, when a link joins two ranks' devices
     evidence: list[Evidence] = field(default_factory=list)
 
 

@@ -83,9 +83,13 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     ]
     culprits += [Culprit(kind="host", host=h, reason=f"named by {es[0].rule_id}",
                          evidence=_evidence(es)) for h, es in sorted(hosts.items())]
-    # What the named rank's own lines say it suffered beats the naming tool's general category.
-    own = [e for r in named if r in ctx.facts for e in ctx.facts[r].known_failures]
-    category = (_failure_category(own) if own else
+    # What the named rank's own lines say it suffered (a rule that knows the failure) beats what
+    # the naming tool says of it, which beats the tool's general category.
+    own = [e for r in named if r in ctx.facts for e in ctx.facts[r].known_failures] or [
+        e for r in named if r in ctx.facts for e in ctx.facts[r].peer_errors
+        if e.category and _names_itself_or_own(e, r)]
+    said = [c for e in events if (c := _named_as(e)) is not None]
+    category = (_failure_category(own) if own else said[0] if said else
                 next((e.category for e in events if e.category), Category.HUNG_PROCESS))
     score = 0.9 if len(culprits) <= max(2, len(ctx.expected) // 8) else 0.6
     unlogged = [r for r in named if r not in ctx.facts or not ctx.facts[r].state.has_log]
@@ -107,6 +111,25 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
                       f"peer {'themselves' if len(held_up) > 1 else 'itself'}: held up, not the "
                       "cause." if held_up else ""),
     )
+
+
+# HCCL's heartbeat says what it found on the device it names (peers.md A7): a process that no
+# longer beats (exited, or its network went), one whose operators stopped counting, a link error.
+_EXCEPTION_CATEGORY = (("lost", Category.CRASHED_PROCESS), ("stuck", Category.HUNG_PROCESS),
+                       ("cqe", Category.NETWORK_FAULT))
+
+
+def _named_as(event: Event) -> Category | None:
+    """The category a naming line itself gives its culprit (HCCL's exception type or status)."""
+    text = event.fields.get("exception", "").lower()
+    return next((c for word, c in _EXCEPTION_CATEGORY if word in text), None) if text else None
+
+
+def _names_itself_or_own(event: Event, rank: int) -> bool:
+    """A failure of the rank's own: an error, or a peer error whose far end is not another rank
+    (`cannot reach negotiation root`: its own way out is what failed)."""
+    return event.kind is not Kind.PEER_ERROR or not event.fields.get("peer_rank") or \
+        event.fields.get("peer_rank") == str(rank)
 
 
 def _held_up(ctx: Context, named: dict[int, list[Event]]) -> list[int]:
@@ -417,8 +440,9 @@ def device_link(ctx: Context) -> Hypothesis | None:
     (a, b), events = max(pairs.items(), key=lambda kv: len(kv[1]))
     fields = events[0].fields
     ends = (a, b)
-    where = {r: f"rank {r} ({ctx.host_of(r) or '?'}, device {ctx.job.ranks[r].device})" for r in ends}
-    culprit = Culprit(kind="link", host=where[a], peer=where[b],
+    device = {r: ctx.job.ranks[r].device for r in ends}
+    culprit = Culprit(kind="link", rank=a, host=f"{ctx.host_of(a) or '?'}, device {device[a]}",
+                      peer=f"rank {b} ({ctx.host_of(b) or '?'}, device {device[b]})", peer_rank=b,
                       reason="HCCL's probe found this pair could not connect, and each end waited on the other",
                       evidence=_evidence(events + [e for r in ends for e in ctx.facts[r].timeouts[:1]]))
     return Hypothesis(

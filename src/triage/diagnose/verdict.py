@@ -123,7 +123,7 @@ def _with_host(ctx: Context, culprits: list[Culprit]) -> list[Culprit]:
 
 
 def _set_roles(ctx: Context, culprits: list[Culprit]) -> None:
-    culprit_ranks = {c.rank for c in culprits if c.rank is not None}
+    culprit_ranks = {r for c in culprits for r in (c.rank, c.peer_rank) if r is not None}
     culprit_hosts = {c.host for c in culprits if c.kind in ("host", "link")}
     for rank, f in ctx.facts.items():
         state = f.state

@@ -92,7 +92,8 @@ def _evidence(ev: Evidence) -> dict[str, Any]:
 
 
 def _culprit(c: Culprit) -> dict[str, Any]:
-    return {"kind": c.kind, "rank": c.rank, "host": c.host, "peer": c.peer, "reason": c.reason,
+    return {"kind": c.kind, "rank": c.rank, "host": c.host, "peer": c.peer, "peer_rank": c.peer_rank,
+            "reason": c.reason,
             "evidence": [_evidence(e) for e in c.evidence]}
 
 

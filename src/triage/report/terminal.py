@@ -87,6 +87,8 @@ def _header(report: Report) -> Text:
 
 def _who(c: Culprit) -> str:
     if c.kind == "link":
+        if c.rank is not None:  # a link between two ranks' devices (HCCL)
+            return f"link rank {c.rank} ({c.host}) ↔ {c.peer}"
         return f"link {c.peer} ↔ {c.host}"
     if c.kind == "host":
         return f"host {c.host}"
