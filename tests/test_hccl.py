@@ -90,3 +90,25 @@ def test_a_tls_switch_minority_is_the_cause_when_every_link_times_out(tmp_path: 
     assert [c.rank for c in verdict.culprits] == [2], verdict
     assert verdict.hypothesis == "tls-mismatch"
     assert verdict.category.value == "config_mismatch" and verdict.phase.value == "operator_load"
+
+
+ROOT_LIST = ("[ERROR] HCCL(30000,python):2026-03-18-10:33:00.000.{ms} [topoinfo_exchange_server.cc:{line}] [30100]"
+             "[InitGroupStage][DisplayConnectionedRank]{text}")
+
+
+def test_the_ranks_the_negotiation_root_never_saw_are_named(tmp_path: Path) -> None:
+    """Only the root's plog was collected with the error (CANN 8.5): it needed 8 ranks and lists 6.
+    Ranks 3 and 6 never connected; nothing else in the bundle names them."""
+    _job(tmp_path, 8, {})
+    listed = ",".join(f"[{r:016d}]" for r in range(8) if r not in (3, 6))
+    plog = next((tmp_path / "10.0.0.1" / "debug" / "plog").glob("plog-30000_*.log"))
+    with open(plog, "a", encoding="utf-8") as f:
+        f.write(ROOT_LIST.format(ms="050", line=120, text="topo exchange server get socket timeout! timeout[120 s]")
+                .replace("[DisplayConnectionedRank]", "[RanktableDetect]") + "\n")
+        for ms, line, text in ((100, 158, "total connected num is [6],line num is [1]"),
+                               (200, 160, "need connect rankNum is [8]"),
+                               (300, 170, f"connected rankinfo[LINE 0]: {listed};")):
+            f.write(ROOT_LIST.format(ms=ms, line=line, text=text) + "\n")
+    verdict = analyze([tmp_path]).verdict
+    assert [c.rank for c in verdict.culprits] == [3, 6], verdict
+    assert verdict.hypothesis == "never-connected" and verdict.phase.value == "comm_init"

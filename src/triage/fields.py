@@ -55,6 +55,7 @@ FIELDS: dict[str, Field] = {
     "tag": Field("str", "HCCL operation tag: the op and its communicator's identifier (`AllReduce_group_name_1`)"),
     "nranks": Field("int", "ranks in the communicator; the world communicator has world-size ranks"),
     "world_size": Field("int", "ranks in the job"),
+    "connected": Field("str", "HCCL negotiation root: the ranks that connected (`[0000000000000000],[0000000000000002]`)"),
     "clients_expected": Field("int", "store clients the store server waited for (the world size)"),
     # Progress.
     "seq": Field("int", "sequence number of the collective the line is about (SeqNum, NCCL work, HCCL index)"),

@@ -454,6 +454,38 @@ def device_link(ctx: Context) -> Hypothesis | None:
                   "ports, or a TLS or IP setting that differs), not either process.")
 
 
+def never_connected(ctx: Context) -> Hypothesis | None:
+    """The ranks the root of HCCL's communicator negotiation waited for and never saw.
+
+    After HCCL_CONNECT_TIMEOUT the root lists how many ranks it needed and which connected
+    (`[DisplayConnectionedRank]`); the others never arrived (ascend-fd code 121). Only the world's
+    negotiation is read: a sub-communicator's list holds its own ranks, not global ones.
+    """
+    for event in ctx.job.events:
+        fields = event.fields
+        needed = fields.get("clients_expected", "")
+        if event.family != "hccl" or "connected" not in fields or not needed.isdigit():
+            continue
+        if int(needed) != ctx.job.world_size:
+            continue
+        seen = {int(n) for n in regex.findall(r"\[(\d+)\]", fields["connected"])}
+        missing = sorted(set(range(int(needed))) - seen)
+        if not missing or len(missing) * 2 > int(needed):
+            continue
+        own = [e for r in missing if r in ctx.facts for e in ctx.facts[r].known_failures]
+        return Hypothesis(
+            name="never-connected", score=0.85,
+            category=_failure_category(own) if own else Category.HUNG_PROCESS,
+            phase=ctx.phase(missing, [event]),
+            culprits=[_rank_culprit(ctx, r, "never connected to the root of the communicator negotiation",
+                                    [*[e for e in own if e.rank == r][:2], event]) for r in missing],
+            reasoning=f"The root of HCCL's communicator negotiation needed {needed} ranks and "
+                      f"{len(seen)} connected: rank{'s' if len(missing) > 1 else ''} {fmt_ranks(missing)} "
+                      "never did, so every other rank's negotiation timed out waiting for "
+                      f"{'them' if len(missing) > 1 else 'it'}.")
+    return None
+
+
 def _chain_text(waits: dict[int, Counter[int]], start: int) -> str:
     path = [start]
     while path[-1] in waits and len(path) <= len(waits):
@@ -839,5 +871,5 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
     named_by_tool, first_failure, silent_rank, wait_chain, collective_mismatch, fingerprint_mismatch,
-    parameter_mismatch, tls_mismatch, device_link, lagging_rank, late_arrival, network_link,
+    parameter_mismatch, tls_mismatch, device_link, never_connected, lagging_rank, late_arrival, network_link,
 )
