@@ -38,6 +38,17 @@ WINNERS = {
     "ascend-plogs-only-ei0005-count-rank1": "parameter-mismatch",
     "ascend-screen-only-ei0002-rank6": "silent-rank",
     "ascend-tls-rank4": "tls-mismatch",
+    # Bundles where a principle's evidence is there and points at the wrong rank: it must lose.
+    "ascend-lose-chain-end-rank3": "parameter-mismatch",  # beats the wait chain
+    "ascend-lose-cqe-rank4": "named-by-tool",  # the heartbeat (LOST) beats the CQE endpoint count
+    "ascend-lose-cycle-rank3": "tls-mismatch",  # beats the cycle of waits
+    "ascend-lose-ei0002-rank2": "named-by-tool",  # the heartbeat beats the silent rank
+    "ascend-lose-ei0006-rank5": "tls-mismatch",  # beats the silent rank
+    "ascend-lose-heartbeat-rank5": "cqe-endpoint",  # the CQEs came first: beats the heartbeat
+    "ascend-lose-init-agent-rank0": "first-failure",  # EJ0001 beats the agent's failed connect
+    "ascend-lose-init-root-rank0": "unreachable-root",  # beats the root's list of missing ranks
+    "ascend-lose-spread-rank1": "wait-chain",  # the silent end beats the last to time out
+    "ascend-lose-tls-rank6": "wait-chain",  # beats a TLS difference outside the failing group
 }
 # Where the bundle cannot show what the truth knows.
 CATEGORY_UNSETTLED = {

@@ -72,9 +72,11 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
             hosts[host.split(".")[0]].append(event)
     if not named and not hosts:
         return None
-    held_up = _held_up(ctx, named)
+    held_up = _held_up(ctx, named) + sorted(_could_not_reach_root(ctx) & set(named)) + _hit_by_cqe_first(ctx, named)
     for rank in held_up:
-        del named[rank]
+        named.pop(rank, None)
+    if not named and not hosts:
+        return None
     events = [e for es in named.values() for e in es] + [e for es in hosts.values() for e in es]
     tools = sorted({e.rule_id for e in events})
     culprits = [
@@ -130,6 +132,27 @@ def _names_itself_or_own(event: Event, rank: int) -> bool:
     (`cannot reach negotiation root`: its own way out is what failed)."""
     return event.kind is not Kind.PEER_ERROR or not event.fields.get("peer_rank") or \
         event.fields.get("peer_rank") == str(rank)
+
+
+def _could_not_reach_root(ctx: Context) -> set[int]:
+    """Agents that tried to join HCCL's negotiation and could not reach a root whose address only
+    its own server could reach: they arrived, the root's address is the fault."""
+    found = _root_unreachable(ctx)
+    return set(found[1]) if found else set()
+
+
+def _hit_by_cqe_first(ctx: Context, named: dict[int, list[Event]]) -> list[int]:
+    """Ranks a heartbeat names that had themselves logged an error CQE before it: they left because
+    of the link, and the heartbeat only saw them go (peers.md A7: CQE ranks above LOST)."""
+    held = []
+    for rank, events in named.items():
+        if rank not in ctx.facts or not all(_named_as(e) is Category.CRASHED_PROCESS for e in events):
+            continue
+        cqes = [e for e in ctx.facts[rank].peer_errors if e.family == "hccl" and e.fields.get("peer_device")]
+        firsts = [e.time for e in cqes if e.time is not None]
+        if firsts and any(e.time is None or e.time > min(firsts) for e in events):
+            held.append(rank)
+    return held
 
 
 def _held_up(ctx: Context, named: dict[int, list[Event]]) -> list[int]:
@@ -469,7 +492,7 @@ def never_connected(ctx: Context) -> Hypothesis | None:
         if int(needed) != ctx.job.world_size:
             continue
         seen = {int(n) for n in regex.findall(r"\[(\d+)\]", fields["connected"])}
-        missing = sorted(set(range(int(needed))) - seen)
+        missing = sorted(set(range(int(needed))) - seen - _could_not_reach_root(ctx))
         if not missing or len(missing) * 2 > int(needed):
             continue
         own = [e for r in missing if r in ctx.facts for e in ctx.facts[r].known_failures]
@@ -484,6 +507,89 @@ def never_connected(ctx: Context) -> Hypothesis | None:
                       "never did, so every other rank's negotiation timed out waiting for "
                       f"{'them' if len(missing) > 1 else 'it'}.")
     return None
+
+
+def cqe_endpoint(ctx: Context) -> Hypothesis | None:
+    """The device that most error CQEs name as their far end (HCCL; ascend-fd's code 116).
+
+    An error CQE is a RoCE transfer that failed between two devices; when one device's port fails,
+    every peer that talks to it gets CQEs naming it, and it gets CQEs naming them: the endpoint
+    most named is the broken one.
+    """
+    named: Counter[tuple[str, str]] = Counter()
+    reporters: dict[tuple[str, str], set[int]] = defaultdict(set)
+    evidence: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for rank, facts in ctx.facts.items():
+        for event in facts.peer_errors:
+            fields = event.fields
+            if event.family == "hccl" and fields.get("peer_ip") and fields.get("peer_device", "").isdigit():
+                far = (fields["peer_ip"], fields["peer_device"])
+                named[far] += 1
+                reporters[far].add(rank)
+                evidence[far].append(event)
+    if sum(named.values()) < 2:
+        return None
+    (far, count), *rest = named.most_common()
+    ranks = _ranks_at(ctx, *far)
+    if len(ranks) != 1 or (rest and rest[0][1] == count) or len(reporters[far]) < 2:
+        return None
+    (rank,) = ranks
+    return Hypothesis(
+        name="cqe-endpoint", score=0.9, category=Category.NETWORK_FAULT,
+        phase=ctx.phase([rank], evidence[far]),
+        culprits=[_rank_culprit(ctx, rank, f"its device ({far[0]}, device {far[1]}) is the far end of {count} "
+                                f"of {sum(named.values())} error CQEs, from {len(reporters[far])} ranks",
+                                evidence[far])],
+        reasoning=f"Error CQEs (RoCE transfers that failed) from ranks {fmt_ranks(sorted(reporters[far]))} name "
+                  f"{far[0]} device {far[1]}, rank {rank}'s, as their far end: its port or link is the one that "
+                  "failed. Check it with `hccn_tool -i <dev> -link -g` and `-net_health -g`.")
+
+
+def unreachable_root(ctx: Context) -> Hypothesis | None:
+    """Agents that could not reach the negotiation root at the address it advertised.
+
+    HCCL's root (the communicator's rank 0, which creates the root info) advertises one address;
+    when the agents of other servers all fail to connect to it while its own server's agents
+    did, the address is the fault: an interface only its own host can reach (a docker bridge,
+    HCCL_SOCKET_IFNAME / HCCL_IF_IP unset there), not the agents the root lists as missing.
+    """
+    found = _root_unreachable(ctx)
+    if found is None:
+        return None
+    root, agents, events = found
+    ip, port = events[0].fields["peer_ip"], events[0].fields["peer_port"]
+    return Hypothesis(
+        name="unreachable-root", score=0.9, category=Category.NETWORK_FAULT,
+        phase=ctx.phase([root], events),
+        culprits=[_rank_culprit(ctx, root, f"it advertised {ip}:{port} as the negotiation root, which the "
+                                "agents of the other servers cannot reach", events)],
+        reasoning=f"Ranks {fmt_ranks(agents)}, on other servers than the root's, all failed to connect to the "
+                  f"negotiation root at {ip}:{port}, the address rank {root} advertised, while the agents of its "
+                  "own server connected: that address is reachable only from its host (a docker bridge, a "
+                  f"host-only interface). Set HCCL_SOCKET_IFNAME (or HCCL_IF_IP) on rank {root}'s server to the "
+                  "interface the servers share. The ranks the root lists as missing only could not reach it.")
+
+
+def _root_unreachable(ctx: Context) -> tuple[int, list[int], list[Event]] | None:
+    """(root, the agents that could not reach it, their lines) when every failing agent is on
+    another server than the root's and its own server's agents are not among them."""
+    dialled: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for facts in ctx.facts.values():
+        for event in facts.peer_errors:
+            fields = event.fields
+            if event.family == "hccl" and "peer_port" in fields and "peer_rank" not in fields and fields.get("peer_ip"):
+                dialled[fields["peer_ip"], fields["peer_port"]].append(event)
+    if not dialled:
+        return None
+    events = max(dialled.values(), key=len)
+    agents = sorted({e.rank for e in events if e.rank is not None})
+    root = 0  # torch_npu: rank 0 creates the root info the others fetch from the store (formats.md §5.9)
+    root_host = ctx.host_of(root)
+    if len(agents) < 2 or root in agents or root_host is None:
+        return None
+    if any(ctx.host_of(r) == root_host for r in agents):
+        return None  # agents of the root's own server failed too: not its address
+    return root, agents, events
 
 
 def _chain_text(waits: dict[int, Counter[int]], start: int) -> str:
@@ -666,6 +772,11 @@ def tls_mismatch(ctx: Context) -> Hypothesis | None:
                     evidence[rank].append(event)
     odd, common = _minority(switch, minimum=3)
     if not odd:
+        return None
+    # A switch that differs on a rank no failing link involves did not make these links fail.
+    involved = set(ctx.waiters()) | {p for r in ctx.waiters() for e in ctx.facts[r].timeouts + ctx.facts[r].peer_errors
+                                     if e.family == "hccl" and (p := _waited_on(ctx, e)) is not None}
+    if not set(odd) & involved:
         return None
     waits = [e for r in ctx.waiters() for e in ctx.facts[r].timeouts[:1]]
     return Hypothesis(
@@ -871,5 +982,6 @@ def _host_by_ip_suffix(ctx: Context, ip: str) -> str | None:
 
 HYPOTHESES: tuple[Callable[[Context], Hypothesis | None], ...] = (
     named_by_tool, first_failure, silent_rank, wait_chain, collective_mismatch, fingerprint_mismatch,
-    parameter_mismatch, tls_mismatch, device_link, never_connected, lagging_rank, late_arrival, network_link,
+    parameter_mismatch, tls_mismatch, device_link, never_connected, cqe_endpoint, unreachable_root,
+    lagging_rank, late_arrival, network_link,
 )

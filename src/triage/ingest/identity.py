@@ -62,6 +62,9 @@ def identity_from_path(name: str) -> Identity:
     if m := _DEVICE_DIR.search(path):
         identity.device = int(m["device"])
         learnt["device"] = "CANN device-<id> folder"
+    if identity.host is None and (host := _cann_server(path)):
+        identity.host = host
+        learnt["host"] = "folder holding a CANN log tree"
     if identity.host is None:
         parts = path.split("/")
         if m := _HOST_FILE.match(parts[-1]):
@@ -73,6 +76,19 @@ def identity_from_path(name: str) -> Identity:
                 learnt["host"] = "folder name"
                 break
     return identity
+
+
+def _cann_server(path: str) -> str | None:
+    """The folder a server's CANN logs were copied into: `<server>/[ascend/log/](debug|run)/plog/…`."""
+    parts = path.split("/")
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] in ("debug", "run") and (parts[i + 1] == "plog" or parts[i + 1].startswith("device-")):
+            above = [p for p in parts[:i] if p.lower() not in _CANN_ROOT_FOLDERS]
+            return above[-1] if above and not above[-1].startswith(".") else None
+    return None
+
+
+_CANN_ROOT_FOLDERS = {"log", "logs", "ascend", "ascend_log", "ascend-log", "~"}
 
 
 def _last(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
