@@ -39,7 +39,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,36 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     "cqe": ("execution", "network_fault", "error_cqe_link"),
     "late": ("execution", "hung_process", "exec_spread_last_device"),
     "ej0001": ("comm_init", "device_error", "ej0001_stale_process"),
+    # "must lose" stories: one branch's evidence is present and names the wrong rank(s), while a
+    # stronger piece of evidence in the same logs names the culprit (LOSERS: the branch that must lose)
+    "lose-init-root": ("comm_init", "network_fault", "init_agent_connect_failed"),
+    "lose-init-agent": ("comm_init", "device_error", "ej0001_stale_process"),
+    "lose-ei0006": ("operator_load", "config_mismatch", "tls_minority"),
+    "lose-chain-end": ("operator_load", "collective_mismatch", "ei0005_parameter_mismatch"),
+    "lose-cycle": ("operator_load", "config_mismatch", "tls_minority"),
+    "lose-tls": ("operator_load", "hung_process", "wait_chain_end"),
+    "lose-ei0002": ("execution", "hung_process", "heartbeat_exception_location"),
+    "lose-heartbeat": ("execution", "network_fault", "error_cqe_link"),
+    "lose-cqe": ("execution", "crashed_process", "heartbeat_exception_location"),
+    "lose-spread": ("execution", "hung_process", "ei0002_non_reporter"),
 }
+LOSERS: dict[str, str] = {
+    "lose-init-root": "init_root_connected_vs_needed",
+    "lose-init-agent": "init_agent_connect_failed",
+    "lose-ei0006": "ei0006_non_reporter",
+    "lose-chain-end": "wait_chain_end",
+    "lose-cycle": "wait_chain_cycle",
+    "lose-tls": "tls_minority",
+    "lose-ei0002": "ei0002_non_reporter",
+    "lose-heartbeat": "heartbeat_exception_location",
+    "lose-cqe": "error_cqe_link",
+    "lose-spread": "exec_spread_last_device",
+}
+TLS_FAULTS = ("tls", "lose-ei0006", "lose-cycle", "lose-tls")  # some device has TLS switched on
+CHAIN_FAULTS = ("link-chain", "lose-tls")  # the failing collective is in the sub-communicator
+LAG_S = {"lose-ei0006": 6.0, "lose-ei0002": 4.0}  # the lagging rank (peer) enters the op this late
+SKEW_S = 420.0  # lose-spread: the last server's clock runs this far ahead (no NTP)
+DOCKER_IP = "172.17.0.1"  # lose-init-root: the root advertises its docker0 bridge address
 LAYOUTS = ("full", "plogs", "screen")
 
 TAG_OPS = {"AllReduce": 2, "AllGather": 6, "ReduceScatter": 7, "Broadcast": 1}  # cmdType enum
@@ -100,7 +129,7 @@ class Spec:
     name: str
     fault: str = "none"
     culprit: int | None = None  # global rank (cqe: the endpoint whose port fails; cycle: one end)
-    peer: int | None = None  # cycle/cqe: the other end of the link
+    peer: int | None = None  # cycle/cqe: the other end of the link; lose-*: the other rank of the story
     servers: int = 1
     npus: int = 8
     cann: str = "8.0"
@@ -150,6 +179,8 @@ class Truth:
     groups: dict[str, list[int]]  # communicator identifier -> global ranks by group rank
     ranks: list[RankTruth]
     files: list[str]
+    loser_branch: str = ""  # lose-* stories: the branch whose evidence is present but must lose
+    loser_culprit_ranks: list[int] = field(default_factory=list)  # whom that branch would name
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,6 +220,7 @@ class Plan:
     connect_timeout: int
     exec_timeout: int
     jobid: str
+    root_ip: str = ""  # the root's advertised host ip when it is not its server's (lose-init-root)
 
     @property
     def world(self) -> int:
@@ -237,10 +269,14 @@ def make_plan(spec: Spec) -> Plan:
         if cann.name in ("5.1", "6.3") or spec.rank_table
         else f"{ips[0]}%{NIC}_{ROOT_PORT}_0_{(base + 21) * 1_000_000 + rng.randrange(10**6)}"
     )
+    root_ip = ""
+    if spec.fault == "lose-init-root":
+        root_ip = DOCKER_IP
+        ident = ident.replace(f"{ips[0]}%{NIC}", f"{DOCKER_IP}%docker0")
     groups = {ident: list(range(len(procs)))}
     if spec.subgroup:
         groups["group_name_1"] = list(spec.subgroup)
-    exec_timeout = 300 if spec.fault == "late" else cann.exec_timeout
+    exec_timeout = 300 if spec.fault in ("late", "lose-spread") else cann.exec_timeout
     plan = Plan(
         spec=spec,
         cann=cann,
@@ -257,6 +293,7 @@ def make_plan(spec: Spec) -> Plan:
         connect_timeout=120,
         exec_timeout=exec_timeout,
         jobid=f"{rng.randrange(10**5, 10**6)}",
+        root_ip=root_ip,
     )
     for p in procs:
         p.t_last = _t_last(plan, p)
@@ -270,6 +307,8 @@ def _t_last(plan: Plan, p: Proc) -> float:
     ct, et = plan.connect_timeout, plan.exec_timeout
     if f == "none":
         return plan.t_fault + 4.0
+    if f.startswith("lose-"):
+        return _t_last_lose(plan, p)
     if f in ("init-missing", "init-agent", "ej0001"):
         if p.rank == c and f != "init-agent":
             return plan.t_init + 0.5
@@ -290,6 +329,81 @@ def _t_last(plan: Plan, p: Proc) -> float:
     if f == "cqe":
         return plan.t_fault + 40.0
     return plan.t_fault + et + 3.0
+
+
+def _link_fail_t(plan: Plan, p: Proc) -> float:
+    """When this rank's link establishment times out (EI0006 in its plog)."""
+    return plan.t_first + plan.connect_timeout + 20.0 + p.rank * 0.013 + p.jitter
+
+
+def _exec_fail_t(plan: Plan, p: Proc, t_wait: float) -> float:
+    """When this rank's notify wait, begun at t_wait, times out (EI0002 in its plog)."""
+    return t_wait + plan.exec_timeout + 0.02 + p.rank * 0.0037 + p.jitter
+
+
+def _cqe_t(plan: Plan, p: Proc) -> float:
+    """lose-heartbeat / lose-cqe: when this rank's RDMA retransmissions run out (error CQE)."""
+    if plan.spec.fault == "lose-cqe":  # ~30 s of retries after the peer's process vanished
+        return plan.t_fault + 34.0 + p.jitter
+    if p.rank == plan.spec.peer:  # lose-heartbeat: the first rank to give up on the bad port
+        return plan.t_fault + 9.0 + p.jitter
+    return plan.t_fault + 12.0 + p.rank * 0.0041 + p.jitter
+
+
+def _first_exit(plan: Plan, server: int) -> tuple[Proc, float]:
+    """torchrun stories: the first worker of this server to exit after its error, and when."""
+    f = plan.spec.fault
+    skip = set() if f == "lose-cqe" else {plan.spec.peer}
+    if f in ("lose-ei0002", "lose-tls"):
+        skip.add(plan.spec.culprit)  # hung: it never fails by itself
+    cands: list[tuple[float, int]] = []
+    for q in plan.procs:
+        if q.server != server or q.rank in skip:
+            continue
+        if f in ("lose-ei0006", "lose-tls"):
+            if f == "lose-tls" and q.rank not in plan.spec.subgroup:
+                continue
+            cands.append((_link_fail_t(plan, q) + 1.5, q.rank))
+        elif f == "lose-ei0002":
+            cands.append((_exec_fail_t(plan, q, plan.t_fault) + 0.6, q.rank))
+        elif f == "lose-cqe" and q.rank == plan.spec.peer:
+            cands.append((_cqe_t(plan, q) + 0.5, q.rank))
+    t, r = min(cands)
+    return plan.procs[r], t
+
+
+def _t_last_lose(plan: Plan, p: Proc) -> float:
+    f, c, q = plan.spec.fault, plan.spec.culprit, plan.spec.peer
+    ct, et = plan.connect_timeout, plan.exec_timeout
+    if f == "lose-init-root":
+        return plan.t_init + ct + 21.0
+    if f == "lose-init-agent":
+        return plan.t_init + 0.5 if p.rank == c else plan.t_init + ct + 21.0
+    if f in ("lose-ei0006", "lose-ei0002") and p.rank == q:
+        return _first_exit(plan, p.server)[1] + 0.9  # SIGTERM from torchrun before its own timer
+    if f == "lose-tls":
+        if p.rank == c:
+            return plan.t_first - 0.4
+        if p.rank not in plan.spec.subgroup:
+            return _first_exit(plan, p.server)[1] + 0.9
+    if FAULTS[f][0] == "operator_load":
+        return plan.t_first + ct + 22.0
+    if f in ("lose-ei0002", "lose-spread"):
+        return plan.t_fault - 0.3 if p.rank == c else plan.t_fault + et + 3.0
+    if f == "lose-heartbeat":
+        cp = plan.procs[c] if c is not None else p
+        if p.server != cp.server or p.rank == c:
+            return _cqe_t(plan, p) + 0.6  # exits after its EI0013
+        return plan.t_fault + et + 3.0
+    # lose-cqe: the culprit is SIGKILLed at t_fault; torchrun tears its server down
+    cp = plan.procs[c] if c is not None else p
+    if p.rank == c:
+        return plan.t_fault - 0.3
+    if p.server == cp.server:
+        return plan.t_fault + 1.0
+    if p.rank == q:
+        return _cqe_t(plan, p) + 0.6
+    return _first_exit(plan, p.server)[1] + 0.9
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,6 +440,16 @@ class Clock:
     def glog(self, t: float) -> str:
         tm, us = self._tm(t)
         return time.strftime("%m%d %H:%M:%S", tm) + f".{us:06d}"
+
+    def iso(self, t: float) -> str:
+        return time.strftime("%Y-%m-%d_%H:%M:%S", self._tm(t)[0])
+
+
+def _clock(plan: Plan, p: Proc) -> Clock:
+    """The clock of p's server (lose-spread: the last server's clock runs SKEW_S ahead)."""
+    if plan.spec.fault == "lose-spread" and p.server == plan.spec.servers - 1:
+        return Clock(plan.base + int(SKEW_S))
+    return Clock(plan.base)
 
 
 # one emitted line: (job time, stream, text); streams: debug, run, ddev, rdev, screen
@@ -442,7 +566,7 @@ def init_entry(w: Writer) -> None:
     if plan.spec.rank_table:
         return  # HcclCommInitClusterInfo: identity comes from [LocalRank Key Info] and the table
     msg = (
-        f"Entry-HcclCommInitRootInfoInner:ranks[{plan.world}], rank[{p.rank}], rootinfo: host ip[{plan.server_ips[0]}] "
+        f"Entry-HcclCommInitRootInfoInner:ranks[{plan.world}], rank[{p.rank}], rootinfo: host ip[{plan.root_ip or plan.server_ips[0]}] "
         f"port[{ROOT_PORT}] nicDeploy[1] identifier[{plan.identifier}], deviceLogicId[{p.local}]"
     )
     w.hccl(t, "INFO", "op_base.cc:1293", msg, "run")
@@ -675,14 +799,14 @@ def toward(members: list[int], v: int, targets: set[int]) -> int:
 def wait_targets(plan: Plan) -> dict[int, int]:
     """rank -> the rank it waits on at link establishment (operator_load faults)."""
     s, f = plan.spec, plan.spec.fault
-    members = list(s.subgroup) if f == "link-chain" else list(range(plan.world))
+    members = list(s.subgroup) if f in CHAIN_FAULTS else list(range(plan.world))
     c = s.culprit if s.culprit is not None else 0
     if f == "link-cycle":
         a, b = c, s.peer if s.peer is not None else 0
         out = {a: b, b: a}
         out.update({v: toward(members, v, {a, b}) for v in members if v not in (a, b)})
         return out
-    if f == "tls":  # the culprit fails with both neighbours; those wait on it; others cascade
+    if f in ("tls", "lose-ei0006", "lose-cycle"):  # the culprit fails with both neighbours; those wait on it; others cascade
         out = {v: toward(members, v, {c}) for v in members if v != c}
         out[c] = members[(members.index(c) + 1) % len(members)]
         return out
@@ -699,7 +823,8 @@ def story(plan: Plan, p: Proc, clock: Clock) -> list[Line]:
     f, c = plan.spec.fault, plan.spec.culprit
     life_start(w, rng)
     anchor_lines(w)
-    tls = 1 if f == "tls" and p.rank == c else 0
+    tls_rank = plan.spec.peer if f == "lose-tls" else c
+    tls = 1 if f in TLS_FAULTS and p.rank == tls_rank else 0
     FAULT_STORIES.get(f, _story_none)(w, rng, tls)
     # nothing after the last line the plan allows (a hung or dead process writes no more)
     return [x for x in w.lines if x[0] <= p.t_last + 1e-6 or x[1] == "screen"]
@@ -744,7 +869,8 @@ def _init_wait_root(w: Writer, missing: list[int], t: float) -> None:
 def _init_failed(w: Writer, t: float, ret: int = 9) -> None:
     plan, p = w.plan, w.p
     w.hccl(t, "ERROR", "op_base.cc:1139", f"[Init][CommRootInfoConfig]errNo[0x000000000500000{ret}]HcclCommInitRootInfo failed.")
-    w.hccl(t + 1e-4, "ERROR", "op_base.cc:1064", f"[InitCommRootInfo]Init failed, return[0x000000000500000{ret}], rankNum[{plan.world}], rank[{p.rank}], rootInfo identifier[{plan.identifier}], server[{plan.server_ips[0]}%{NIC}], logicDevId[{p.local}]")
+    root = f"{plan.root_ip}%docker0" if plan.root_ip else f"{plan.server_ips[0]}%{NIC}"
+    w.hccl(t + 1e-4, "ERROR", "op_base.cc:1064", f"[InitCommRootInfo]Init failed, return[0x000000000500000{ret}], rankNum[{plan.world}], rank[{p.rank}], rootInfo identifier[{plan.identifier}], server[{root}], logicDevId[{p.local}]")
     api = "HcclCommInitRootInfoConfig(numRanks, &hcclID, rank, config, &(comm->hcclComm_))"
     tb = traceback(w, "88, in initialize_distributed", f"RuntimeError: createHCCLComm:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:2166 HCCL function error: {api}, error code is {ret}")
     # unsourced: the EI0015 text (formats.md gives the code, not its wording)
@@ -832,12 +958,20 @@ def _story_ei0006(w: Writer, rng: random.Random, tls: int) -> None:
     plan, p, f, c = w.plan, w.p, w.plan.spec.fault, w.plan.spec.culprit
     _init_ok(w, tls)
     members = list(range(plan.world))
-    if f == "link-chain":
+    if f in CHAIN_FAULTS:
         members = list(plan.spec.subgroup)
         if p.rank in members:
             subgroup_entry(w, members, plan.t_init + 3.0)
-    if p.rank == c and f in ("ei0006-silent", "link-chain"):
+    if p.rank == c and f in ("ei0006-silent", "link-chain", "lose-tls"):
         return  # stuck in its own data pipeline: it never reaches the collective, and says nothing
+    if f == "lose-ei0006" and p.rank == plan.spec.peer:  # late to the op, torn down before its timer
+        w.hccl(plan.t_first + LAG_S[f], "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-HcclAllReduce: tag[{tag_of(plan, 'AllReduce')}], sendBuf[0x12c0c0013000], recvBuf[0x12c0c0413000], count[10485888], dataType[float32], op[sum], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]", tid=p.tid2)
+        torchrun_teardown(w)
+        return
+    if f == "lose-tls" and p.rank not in members:  # blocked in the world group's op, then torn down
+        w.hccl(plan.t_first + 2.5, "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-HcclAllReduce: tag[{tag_of(plan, 'AllReduce')}], sendBuf[0x12c0c0013000], recvBuf[0x12c0c0413000], count[1048576], dataType[float32], op[sum], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]", tid=p.tid2)
+        torchrun_teardown(w)
+        return
     if p.rank not in members:  # link-chain: the other ranks are torn down by torchrun
         w.hccl(plan.t_first, "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-HcclAllReduce: tag[{tag_of(plan, 'AllReduce')}], sendBuf[0x12c0c0013000], recvBuf[0x12c0c0413000], count[1048576], dataType[float32], op[sum], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]", tid=p.tid2)
         return
@@ -866,7 +1000,8 @@ def _story_ei0005(w: Writer, rng: random.Random, tls: int) -> None:
         for i, (what, a, b) in enumerate(checks):
             w.hccl(t + i * 2e-5, "ERROR", f"rank_consistentcy_checker.cc:{429 + 10 * min(i, 1)}", f"CMD information {what} check fail. local[{a}], remote[{b}]", stage="[InitChannelStage][ParameterConflict]", tid=p.tid2)
         peer = (c + 1) % n if p.rank == c else c
-        w.hccl(t + 1e-4, "ERROR", "transport_manager.cc:886", f"Transport init error! createLink para:rank[{p.rank}]-localUserrank[{p.rank}]-localIpAddr[{plan.server_ips[p.server]}/{p.phy}], remoteRank[{peer}]-remoteUserrank[{peer}]-remoteIpAddr[{plan.server_ips[plan.procs[peer].server]}/{plan.procs[peer].phy}], machineType[1], linkMode[1], isUsedRdma[0], tag[{tag}]", stage="[InitChannelStage][Timeout]", tid=p.tid2)
+        if plan.spec.fault != "lose-chain-end":
+            w.hccl(t + 1e-4, "ERROR", "transport_manager.cc:886", f"Transport init error! createLink para:rank[{p.rank}]-localUserrank[{p.rank}]-localIpAddr[{plan.server_ips[p.server]}/{p.phy}], remoteRank[{peer}]-remoteUserrank[{peer}]-remoteIpAddr[{plan.server_ips[plan.procs[peer].server]}/{plan.procs[peer].phy}], machineType[1], linkMode[1], isUsedRdma[0], tag[{tag}]", stage="[InitChannelStage][Timeout]", tid=p.tid2)
         w.hccl(t + 2e-4, "ERROR", "hccl_communicator_host.cc:6370", f"[AllocAlgResource]Alloc transports failed, tag[{tag}]")
         a, b = checks[-1][1], checks[-1][2]
         what = checks[-1][0] if plan.spec.cann == "5.1" else "count"
@@ -909,6 +1044,9 @@ def _story_exec(w: Writer, rng: random.Random, tls: int) -> None:
             return
         return  # hung in its own code (stuck host process): nothing more is written
     t_wait = plan.t_fault + (420.0 if p.rank == c else 0.0)
+    lagger = f == "lose-ei0002" and p.rank == plan.spec.peer
+    if lagger:  # writes its TensorBoard summaries first: enters the all-reduce a few seconds late
+        t_wait += LAG_S[f]
     t = t_wait + plan.exec_timeout + 0.02 + p.rank * 0.0037 + p.jitter
     w.hccl(t_wait, "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-HcclAllReduce: tag[{tag_of(plan, 'AllReduce')}], sendBuf[0x12c0c0013000], recvBuf[0x12c0c0413000], count[10485888], dataType[float32], op[sum], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]", tid=p.tid2)
     # who this rank's notify waited on: its ring predecessor (the culprit for its successor)
@@ -916,13 +1054,14 @@ def _story_exec(w: Writer, rng: random.Random, tls: int) -> None:
     if f == "late" and p.rank == c:
         peer = (c + 1) % n  # arrives last: its peers are gone
     hb = ""
-    if f in ("heartbeat", "heartbeat-lost") and plan.cann.heartbeat:
-        kind = "Stuck Occurred" if f == "heartbeat" else "Heartbeat Lost Occurred"
+    stuck = f in ("heartbeat", "lose-ei0002")
+    if f in ("heartbeat", "heartbeat-lost", "lose-ei0002") and plan.cann.heartbeat:
+        kind = "Stuck Occurred" if stuck else "Heartbeat Lost Occurred"
         disc = plan.procs[(c + 1) % n]
-        t_arr = plan.t_fault + (plan.exec_timeout / 3 if f == "heartbeat" else 31.0)
+        t_arr = plan.t_fault + (plan.exec_timeout / 3 if stuck else 31.0)
         line = _hb_text(w, cp, disc, kind, t_arr, "")
         w.hccl(t - 0.01, "ERROR", "task_exception_handler.cc:610", "[HeartbeatAbnormal]" + line, stage="[TaskExecStage]", nospace=plan.cann.stages)
-        status = "STUCK" if f == "heartbeat" else "LOST"
+        status = "STUCK" if stuck else "LOST"
         ips = plan.server_ips
         w.hccl(
             t_arr + 0.2 + p.rank * 0.001, "INFO", "heartbeat.cc:951",
@@ -930,6 +1069,9 @@ def _story_exec(w: Writer, rng: random.Random, tls: int) -> None:
             "run", stage="[TaskExecStage]", tid=p.tid2 + 11,
         )
         hb = "there are(is) 1 abnormal device(s):\n" + _hb_text(w, cp, disc, kind, t_arr)
+    if lagger:  # SIGTERM from torchrun (a server mate failed first) before its own timer fires
+        torchrun_teardown(w)
+        return
     notify_timeout_block(w, t, peer, plan.identifier, world, index)
     notify_timeout_screen(w, t + 0.4, peer, index, hb)
     if plan.spec.layout == "screen":  # torch_npu's own watchdog (timeout 30 min) fires too
@@ -974,6 +1116,180 @@ def _story_cqe(w: Writer, rng: random.Random, tls: int) -> None:
     w.hccl(t + 20.0, "ERROR", "task_exception_handler.cc:610", "[HeartbeatAbnormal]" + line, stage="[TaskExecStage]", nospace=plan.cann.stages)
     w.hccl(t + 20.01, "ERROR", "task_exception_handler.cc:908", f"Task run failed, base information is streamID:[14], taskID[{index * 9 + 5}], taskType[Notify Wait], tag[{tag_of(plan, 'AlltoAll')}], AlgType(level 0-1-2):[fullmesh-ring-NHR].", stage="[TaskExecStage][RunFailed][Host]", tid=p.tid2)
 
+# --------------------------------------------------------------------------------------------
+# "Must lose" stories: a branch's evidence names the wrong rank, stronger evidence the right one
+
+
+def _torn_down(plan: Plan, server: int) -> list[Proc]:
+    """torchrun stories: the workers of this server its agent SIGTERMs after the first failure."""
+    f, c, q = plan.spec.fault, plan.spec.culprit, plan.spec.peer
+    here = [x for x in plan.procs if x.server == server]
+    if f in ("lose-ei0006", "lose-ei0002"):
+        return [x for x in here if x.rank == q]
+    if f == "lose-tls":
+        return [x for x in here if x.rank not in plan.spec.subgroup]
+    if f == "lose-cqe":
+        killed = c if c is not None and plan.procs[c].server == server else q
+        return [x for x in here if x.rank != killed]
+    return []
+
+
+def torchrun_teardown(w: Writer) -> None:
+    """The torchrun agent's lines on its server's console (written once, by the first torn-down rank)."""
+    plan, p = w.plan, w.p
+    down = _torn_down(plan, p.server)
+    if not down or p.rank != down[0].rank:
+        return
+    c = plan.spec.culprit
+    if plan.spec.fault == "lose-cqe" and c is not None and plan.procs[c].server == p.server:
+        first, t_fail, code = plan.procs[c], plan.t_fault, -9  # the kernel's OOM killer
+    else:
+        first, t_fail = _first_exit(plan, p.server)
+        code = 1
+    apid = plan.procs[p.server * plan.spec.npus].pid - 31
+    api = "torch/distributed/elastic/multiprocessing/api.py"
+    t = t_fail + 0.3
+    for i, x in enumerate(down):
+        w.screen(t + i * 0.001, f"W{w.clock.glog(t + i * 0.001)} {apid} {api}:897] Sending process {x.pid} closing signal SIGTERM")
+    t2 = t + 0.6
+    w.screen(t2, f"E{w.clock.glog(t2)} {apid} {api}:869] failed (exitcode: {code}) local_rank: {first.local} (pid: {first.pid}) of binary: /usr/local/python3.9.2/bin/python3")
+    why = f"Signal 9 (SIGKILL) received by PID {first.pid}" if code == -9 else "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+    block = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/python3.9.2/bin/torchrun", line 8, in <module>',
+        "    sys.exit(main())",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "=" * 60,
+        "pretrain_gpt.py FAILED",
+        "-" * 60,
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "-" * 60,
+        "Root Cause (first observed failure):",
+        "[0]:",
+        f"  time      : {w.clock.iso(t_fail)}",
+        f"  host      : {plan.server_dirs[p.server]}",
+        f"  rank      : {first.rank} (local_rank: {first.local})",
+        f"  exitcode  : {code} (pid: {first.pid})",
+        "  error_file: <N/A>",
+        f"  traceback : {why}",
+        "=" * 60,
+    ]
+    w.screen(t2 + 0.4, "\n".join(block))
+
+
+def _story_lose_init_root(w: Writer, rng: random.Random, tls: int) -> None:
+    """The root advertises its docker0 address: its own server's agents reach it, the others cannot."""
+    plan, p = w.plan, w.p
+    env_lines(w)
+    if p.rank == 0:  # HCCL_SOCKET_IFNAME unset: the first interface found is the docker bridge
+        w.hccl(plan.t_init - 0.05, "INFO", "sal.cc:402", f"get host ip success, ifname[docker0], ip[{DOCKER_IP}]", "debug")  # unsourced wording
+    init_entry(w)
+    device_start(w, tls)
+    t = plan.t_init + plan.connect_timeout + 20.0
+    far = [x.rank for x in plan.procs if x.server != plan.procs[0].server]
+    if p.rank in far:  # its agent cannot reach the advertised address
+        ta = t + 0.4 + p.jitter
+        w.hccl(ta, "ERROR", "topoinfo_exchange_agent.cc:190", f"[RanktableDetect]topo exchange agent get socket timeout! timeout[{plan.connect_timeout}]", stage="[InitGroupStage]")
+        w.hccl(ta + 1e-4, "ERROR", "topoinfo_exchange_agent.cc:41", f"[TopoInfoExchangeAgent][Setup]TopoExchangeAgent: connect server[{DOCKER_IP} : {ROOT_PORT}] failed")
+        _init_failed(w, ta + 0.001, 7)
+        return
+    _init_wait_root(w, far, t)
+
+
+def _story_lose_init_agent(w: Writer, rng: random.Random, tls: int) -> None:
+    """The root's own device is held by a stale process (EJ0001): every agent fails to reach it."""
+    plan, p, c = w.plan, w.p, w.plan.spec.culprit
+    env_lines(w)
+    init_entry(w)
+    if p.rank == c:
+        t = plan.t_init + 0.3
+        w.lines.append((t, "debug", f"[ERROR] TDT({p.pid},{PNAME}):{w.clock.plog(t)} [process_mode_manager.cpp:732][DeviceMsgProcess][tid:{p.pid}] [TsdClient] DeviceMsgProc  errcode[EJ0001]"))
+        w.hccp(t - 0.05, "ERROR", "rs.c:402", f"rs_init(402) : rs init failed, chip_id={p.phy} is occupied by pid 1739021, ret=-16", "ddev")  # unsourced wording
+        w.hccl(t + 0.01, "ERROR", "network_manager.cc:109", "call trace: hcclRet -> 7")
+        _init_failed_ej(w, t + 0.02)
+        return
+    device_start(w, tls)
+    ta = plan.t_init + plan.connect_timeout + 20.4 + p.rank * 1e-4 + p.jitter
+    w.hccl(ta, "ERROR", "topoinfo_exchange_agent.cc:190", f"[RanktableDetect]topo exchange agent get socket timeout! timeout[{plan.connect_timeout}]", stage="[InitGroupStage]")
+    w.hccl(ta + 1e-4, "ERROR", "topoinfo_exchange_agent.cc:41", f"[TopoInfoExchangeAgent][Setup]TopoExchangeAgent: connect server[{plan.server_ips[0]} : {ROOT_PORT}] failed")
+    _init_failed(w, ta + 0.001, 7)
+
+
+def _cqe_lines(w: Writer, t: float, remote: Proc, op: str) -> None:
+    """An error CQE toward remote's device (device log + HCCL heartbeat line) and EI0013 on screen."""
+    plan, p, ips = w.plan, w.p, w.plan.server_ips
+    w.app(t - 0.01, "ERROR", "ROCE", "hns_roce_lite.c:630", "hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x15")
+    w.app(t - 0.008, "ERROR", "ROCE", "hns_roce_lite.c:747", "dump_err_cqe(747) : CQ(0x10) CQE(0x5) INDEX(0x00000003): 0x1500047c")
+    w.app(t - 0.005, "ERROR", "HCCP", "ra_hdc_lite.c:794", f"tid:{p.tid2},ra_hdc_lite_period_poll_cqe : [create][ra_hdc_period_poll]failed CQE status[12], wr[0]")
+    w.hccl(
+        t, "ERROR", "heartbeat.cc:1229",
+        f"[HeartbeatAbnormal][ROCE CQE ERROR]cqe error status[12], time:[{w.clock.cqe(t - 0.005)}],localInfo{{server[{ips[p.server]}],deviceId[{p.phy}],deviceIp[{plan.device_ip(p)}]}}, "
+        f"remoteIP{{server[{ips[remote.server]}],deviceId[{remote.phy}],deviceIp[{plan.device_ip(remote)}]}}",
+        stage="[TaskExecStage]", tid=p.tid2,
+    )
+    text = (
+        f"[PID: {p.pid}] {w.clock.plog(t + 0.3)} Execution Error ROCE CQE(EI0013): An error CQE occurred during operator execution. "
+        f"Local information: server {ips[p.server]}, device ID {p.phy}, device IP {plan.device_ip(p)}. "
+        f"Peer information: server {ips[remote.server]}, device ID {remote.phy}, device IP {plan.device_ip(remote)}."
+    )
+    tb = traceback(w, "301, in train_step", "RuntimeError: npuSynchronizeDevice:torch_npu/csrc/core/npu/NPUFunctions.cpp:487 NPU function error: AclrtSynchronizeDeviceWithTimeout, error code is 507053")
+    w.screen(t + 0.3, f"{tb}\n{npu_footer(w, t + 0.3, 'ERR00100 PTA call acl api failed')}\n{text}")
+
+
+def _crimer(w: Writer, t: float, crimer: Proc, informer: Proc, status: str) -> None:
+    ips, p = w.plan.server_ips, w.p
+    w.hccl(
+        t, "INFO", "heartbeat.cc:951",
+        f"[HeartbeatAbnormal]local rank [{ips[p.server]}/{p.phy}]: crimer rank [{ips[crimer.server]}/{crimer.phy}] status[{status}] by informer rank [{ips[informer.server]}/{informer.phy}]",
+        "run", stage="[TaskExecStage]", tid=p.tid2 + 11,
+    )
+
+
+def _story_lose_heartbeat(w: Writer, rng: random.Random, tls: int) -> None:
+    """A failing RoCE port (culprit): its peers exit on EI0013; the culprit's server mates then see
+    the heartbeat of the first peer that exited go LOST, and name it."""
+    plan, p, c, q = w.plan, w.p, w.plan.spec.culprit, w.plan.spec.peer
+    assert c is not None and q is not None
+    _init_ok(w, tls)
+    index = steps(w, rng, plan.t_first, plan.t_fault, op="AlltoAll")
+    cp, qp = plan.procs[c], plan.procs[q]
+    if p.server != cp.server or p.rank == c:  # all-to-all across servers: traffic with the bad port
+        _cqe_lines(w, _cqe_t(plan, p), qp if p.rank == c else cp, "AlltoAll")
+        return
+    # the culprit's server mates: no CQE of their own; Q exited first, 30 s later its heartbeat is LOST
+    disc = next(x for x in plan.procs if x.server == cp.server and x.rank != c)
+    t_arr = _cqe_t(plan, qp) + 0.6 + 30.0
+    kind = "Heartbeat Lost Occurred"
+    _crimer(w, t_arr + 0.2 + p.rank * 0.001, qp, disc, "LOST")
+    t = _exec_fail_t(plan, p, plan.t_fault)
+    w.hccl(t - 0.01, "ERROR", "task_exception_handler.cc:610", "[HeartbeatAbnormal]" + _hb_text(w, qp, disc, kind, t_arr, ""), stage="[TaskExecStage]", nospace=plan.cann.stages)
+    notify_timeout_block(w, t, q, plan.identifier, list(range(plan.world)), index)
+    notify_timeout_screen(w, t + 0.4, q, index, "there are(is) 1 abnormal device(s):\n" + _hb_text(w, qp, disc, kind, t_arr))
+
+
+def _story_lose_cqe(w: Writer, rng: random.Random, tls: int) -> None:
+    """The culprit's process is SIGKILLed (OOM killer); torchrun tears its server down; on the other
+    server the heartbeat reports it LOST, then its ring predecessor's RDMA writes fail (error CQE)."""
+    plan, p, c, q = w.plan, w.p, w.plan.spec.culprit, w.plan.spec.peer
+    assert c is not None and q is not None
+    _init_ok(w, tls)
+    steps(w, rng, plan.t_first, plan.t_fault)
+    cp, qp = plan.procs[c], plan.procs[q]
+    if p.rank == c:
+        return  # SIGKILL: no line at all, the plog just stops
+    if p.server == cp.server:
+        torchrun_teardown(w)
+        return
+    t_arr = plan.t_fault + 30.0
+    _crimer(w, t_arr + 0.2 + p.rank * 0.001, cp, qp, "LOST")
+    if p.rank == q:
+        t = _cqe_t(plan, p)
+        _cqe_lines(w, t, cp, "AllReduce")
+        w.hccl(t + 0.02, "ERROR", "task_exception_handler.cc:610", "[HeartbeatAbnormal]" + _hb_text(w, cp, qp, "Heartbeat Lost Occurred", t_arr, ""), stage="[TaskExecStage]", nospace=plan.cann.stages)
+        return
+    torchrun_teardown(w)
+
 
 FAULT_STORIES: dict[str, Callable[[Writer, random.Random, int], None]] = {
     "none": _story_none,
@@ -991,6 +1307,16 @@ FAULT_STORIES: dict[str, Callable[[Writer, random.Random, int], None]] = {
     "heartbeat-lost": _story_exec,
     "late": _story_exec,
     "cqe": _story_cqe,
+    "lose-init-root": _story_lose_init_root,
+    "lose-init-agent": _story_lose_init_agent,
+    "lose-ei0006": _story_ei0006,
+    "lose-chain-end": _story_ei0005,
+    "lose-cycle": _story_ei0006,
+    "lose-tls": _story_ei0006,
+    "lose-ei0002": _story_exec,
+    "lose-heartbeat": _story_lose_heartbeat,
+    "lose-cqe": _story_lose_cqe,
+    "lose-spread": _story_exec,
 }
 
 
@@ -1001,7 +1327,7 @@ FAULT_STORIES: dict[str, Callable[[Writer, random.Random, int], None]] = {
 def plog_files(plan: Plan, p: Proc) -> dict[str, list[float]]:
     """relative path -> [window start, window end) of the debug plog files of this pid, and the rest."""
     sd = plan.server_dirs[p.server]
-    clock = Clock(plan.base)
+    clock = _clock(plan, p)
     pts = rotate_points(plan, p)
     out: dict[str, list[float]] = {}
     dbg = "plog" if plan.cann.flat else "debug/plog"
@@ -1013,7 +1339,7 @@ def plog_files(plan: Plan, p: Proc) -> dict[str, list[float]]:
 
 def stream_path(plan: Plan, p: Proc, stream: str) -> str:
     sd = plan.server_dirs[p.server]
-    ts = Clock(plan.base).fname(plan.t_init + (0.4 if "dev" in stream else -0.3))
+    ts = _clock(plan, p).fname(plan.t_init + (0.4 if "dev" in stream else -0.3))
     if plan.cann.flat:
         return {
             "run": f"{sd}/plog/plog-{p.pid}_{ts}.log",
@@ -1040,7 +1366,7 @@ def _has_stream(plan: Plan, p: Proc, stream: str) -> bool:
         return not (culprit and f == "init-missing")
     if culprit and f in ("init-missing", "init-ranktable"):
         return False  # never started HCCP on its device
-    return not (culprit and f == "ej0001" and stream == "rdev")
+    return not (culprit and f in ("ej0001", "lose-init-agent") and stream == "rdev")
 
 
 def files_of(plan: Plan) -> list[str]:
@@ -1077,11 +1403,10 @@ def rank_table(plan: Plan) -> str:
 
 def render(plan: Plan) -> dict[str, str]:
     """relative path -> file text, for the whole bundle."""
-    clock = Clock(plan.base)
     out: dict[str, list[tuple[float, int, str]]] = {}
     seq = 0
     for p in plan.procs:
-        lines = story(plan, p, clock)
+        lines = story(plan, p, _clock(plan, p))
         windows = plog_files(plan, p)
         for t, stream, text in lines:
             seq += 1
@@ -1116,7 +1441,7 @@ def _truth(plan: Plan, files: list[str]) -> Truth:
     if s.fault == "link-cycle" and s.peer is not None:
         culprits = sorted([s.culprit or 0, s.peer])
     link = None
-    if s.fault in ("link-cycle", "cqe") and s.culprit is not None and s.peer is not None:
+    if s.fault in ("link-cycle", "cqe", "lose-heartbeat") and s.culprit is not None and s.peer is not None:
         a, b = plan.procs[s.culprit], plan.procs[s.peer]
         link = {
             "ends": [
@@ -1124,7 +1449,7 @@ def _truth(plan: Plan, files: list[str]) -> Truth:
                 for q in (a, b)
             ],
             # cqe: the endpoint the error CQEs name most (its port fails); cycle: both are equal
-            "endpoint": a.rank if s.fault == "cqe" else None,
+            "endpoint": a.rank if s.fault in ("cqe", "lose-heartbeat") else None,
         }
     victims = [p.rank for p in plan.procs if p.rank not in culprits and _reports(plan, p)]
     return Truth(
@@ -1149,7 +1474,31 @@ def _truth(plan: Plan, files: list[str]) -> Truth:
             for p in plan.procs
         ],
         files=files,
+        loser_branch=LOSERS.get(s.fault, ""),
+        loser_culprit_ranks=_loser_ranks(plan),
     )
+
+
+def _loser_ranks(plan: Plan) -> list[int]:
+    """Whom the losing branch of a lose-* story would name."""
+    s, n = plan.spec, plan.world
+    f, c, q = s.fault, s.culprit or 0, s.peer if s.peer is not None else 0
+    if f == "lose-init-root":
+        return [p.rank for p in plan.procs if p.server != plan.procs[0].server]
+    if f == "lose-init-agent":
+        return [r for r in range(n) if r != c]
+    if f in ("lose-ei0006", "lose-tls", "lose-heartbeat"):
+        return [q]
+    if f == "lose-chain-end":  # the EI0006 chains end at the neighbours, which waited on nobody
+        return sorted({(c - 1) % n, (c + 1) % n})
+    if f == "lose-cycle":
+        return sorted([c, (c + 1) % n])
+    if f in ("lose-ei0002", "lose-cqe"):
+        return sorted([c, q])
+    if f == "lose-spread":  # the latest first-timeout stamp: on the server whose clock runs ahead
+        last = plan.procs[-1].server
+        return [max((p for p in plan.procs if p.server == last and p.rank != c), key=lambda p: _exec_fail_t(plan, p, plan.t_fault)).rank]
+    return []
 
 
 def _reports(plan: Plan, p: Proc) -> bool:
@@ -1157,8 +1506,12 @@ def _reports(plan: Plan, p: Proc) -> bool:
     f = plan.spec.fault
     if f == "none":
         return False
-    if f == "link-chain":
+    if f in CHAIN_FAULTS:
         return p.rank in plan.spec.subgroup
+    if f in ("lose-ei0006", "lose-ei0002"):
+        return p.rank != plan.spec.peer  # torn down before its own timer fired
+    if f == "lose-cqe":
+        return p.rank == plan.spec.peer  # the others exit on SIGTERM (the heartbeat line is INFO)
     return True
 
 
@@ -1185,7 +1538,17 @@ def generate(spec: Spec, out_dir: str | Path) -> Truth:
 
 
 def truth_dict(truth: Truth) -> dict[str, Any]:
-    return asdict(truth)
+    """The truth as plain data; the loser keys follow `branch`, and only lose-* stories have them."""
+    d = asdict(truth)
+    loser = {k: d.pop(k) for k in ("loser_branch", "loser_culprit_ranks")}
+    if not loser["loser_branch"]:
+        return d
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out[k] = v
+        if k == "branch":
+            out.update(loser)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -1220,7 +1583,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["CANNS", "FAULTS", "Spec", "Truth", "generate", "plan", "truth_dict"]
+__all__ = ["CANNS", "FAULTS", "LOSERS", "Spec", "Truth", "generate", "plan", "truth_dict"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

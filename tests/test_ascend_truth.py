@@ -395,8 +395,183 @@ CHECKS: dict[str, Callable[[Bundle], None]] = {
 }
 
 
+# --------------------------------------------------------------------------------------------
+# "Must lose" bundles: the losing branch's evidence is present and names truth.loser_culprit_ranks;
+# the winning branch's evidence names the culprit.
+
+
+def _tls_switches(b: Bundle) -> dict[int, list[str]]:
+    return {r: re.findall(r"TLS SWITCH \((\d)\)", b.text(r)) for r in b.ranks}
+
+
+def _tls_minority(b: Bundle) -> list[int]:
+    sw = _tls_switches(b)
+    assert all(len(v) == 1 for v in sw.values()), sw
+    votes = Counter(v[0] for v in sw.values())
+    minority = min(votes, key=lambda k: votes[k])
+    assert votes[minority] < len(sw) / 2, votes
+    return sorted(r for r, v in sw.items() if v[0] == minority)
+
+
+def _first_exception(b: Bundle, r: int) -> int | None:
+    import calendar
+    import time as _time
+
+    stamp = re.compile(r"(\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d)\.\d{3}\.\d{3} \[task_exception_handler\.cc:908\]")
+    m = stamp.search(b.text(r))
+    return calendar.timegm(_time.strptime(m.group(1), "%Y-%m-%d-%H:%M:%S")) if m else None
+
+
+def _cqe_endpoints(b: Bundle) -> Counter[str]:
+    text = "\n".join(b.text(r) for r in b.ranks)
+    ips = re.findall(r"(?:remoteIP|localInfo)\{server\[[^\]]+\],deviceId\[\d+\],deviceIp\[([^\]]+)\]", text)
+    return Counter(ips)
+
+
+def _rank_of_ip(b: Bundle, device_ip: str) -> int:
+    return int(next(r for r, me in b.ranks.items() if me["device_ip"] == device_ip))
+
+
+def _device(b: Bundle, r: int) -> str:
+    return f"{b.ranks[r]['host_ip']}/{b.ranks[r]['device']}"
+
+
+def _screens(b: Bundle) -> str:
+    return "\n".join(t for p, t in b.files.items() if p.startswith("train"))
+
+
+def lose_init_root(b: Bundle, c: int, losers: list[int]) -> None:
+    n = b.truth["world_size"]
+    root = b.text(0)
+    assert f"need connect rankNum is [{n}]" in root
+    assert {int(x) for x in re.findall(r"\[(\d{16})\]", root)} == set(range(n)) - set(losers)  # loser
+    assert "Failed to connect agent[" + "".join(f"{r}," for r in losers) + "]" in root
+    assert "ifname[docker0], ip[172.17.0.1]" in b.text(c)  # winner: the root advertises docker0
+    for r in b.ranks:
+        assert "rootinfo: host ip[172.17.0.1]" in b.text(r)
+    for r in losers:
+        assert "TopoExchangeAgent: connect server[172.17.0.1 : 60000] failed" in b.text(r)
+        assert b.ranks[r]["host_ip"] != b.ranks[c]["host_ip"]
+
+
+def lose_init_agent(b: Bundle, c: int, losers: list[int]) -> None:
+    assert "EJ0001" in b.text(c) and "Failed to initialize the HCCP process" in b.text(c)
+    assert "connect server[" not in b.text(c)
+    for r in losers:  # every agent failed to reach the root, whose host is the culprit's
+        assert f"TopoExchangeAgent: connect server[{b.ranks[c]['host_ip']} : 60000] failed" in b.text(r)
+    assert not any("DisplayConnectionedRank" in t for t in b.files.values())
+
+
+def lose_ei0006(b: Bundle, c: int, losers: list[int]) -> None:
+    assert _tls_minority(b) == [c] and "time out |   ENABLE" in b.text(c)
+    silent = [r for r in b.ranks if not any(s in b.text(r) for s in EI0006)]
+    assert silent == losers
+    for r in losers:
+        assert "Entry-HcclAllReduce" in b.text(r)
+        assert f"Sending process {b.ranks[r]['pid']} closing signal SIGTERM" in _screens(b)
+
+
+def lose_chain_end(b: Bundle, c: int, losers: list[int]) -> None:
+    reporters = sorted(r for r in b.ranks if "CMD information" in b.text(r))
+    assert c in reporters and len(reporters) == 3
+    mine = re.findall(r"check fail\. local\[([^\]]+)\]", b.text(c))
+    theirs = {tuple(re.findall(r"check fail\. local\[([^\]]+)\]", b.text(r))) for r in reporters if r != c}
+    assert len(theirs) == 1 and set(mine).isdisjoint(next(iter(theirs)))
+    edges = _wait_edges(b)
+    assert edges and {_walk(edges, v)[0] for v in edges} == set(losers)
+
+
+def lose_cycle(b: Bundle, c: int, losers: list[int]) -> None:
+    assert _tls_minority(b) == [c]
+    edges = _wait_edges(b)
+    assert len(edges) == b.truth["world_size"]
+    for v in edges:
+        end, cycle = _walk(edges, v)
+        assert end == -1 and cycle == set(losers), (v, edges)
+    assert len({b.ranks[r]["host_ip"] for r in losers}) == 2, "the cycle crosses servers"
+
+
+def lose_tls(b: Bundle, c: int, losers: list[int]) -> None:
+    edges = _wait_edges(b)
+    assert set(edges) == set(b.truth["victims"]) and all(_walk(edges, v)[0] == c for v in edges)
+    assert _tls_minority(b) == losers
+    assert not set(losers) & set(b.truth["groups"]["group_name_1"])
+
+
+def lose_ei0002(b: Bundle, c: int, losers: list[int]) -> None:
+    assert sorted(r for r in b.ranks if EI0002 not in b.text(r)) == losers
+    for v in b.truth["victims"]:
+        assert f"Cluster Exception Location[IP/ID]:[{_device(b, c)}]" in b.text(v), v
+    for r in b.ranks:
+        if r != c:
+            assert f"crimer rank [{_device(b, c)}] status[STUCK]" in b.text(r), r
+
+
+def lose_heartbeat(b: Bundle, c: int, losers: list[int]) -> None:
+    (q,) = losers
+    seen = _cqe_endpoints(b)
+    assert _rank_of_ip(b, seen.most_common(1)[0][0]) == c, seen
+    named = set()
+    for r in b.ranks:
+        named |= set(re.findall(r"Cluster Exception Location\[IP/ID\]:\[([^\]]+)\]", b.text(r)))
+    assert named == {_device(b, q)}
+    assert "ROCE CQE(EI0013)" in b.text(q), "the heartbeat's LOST rank exited after its own error CQE"
+
+
+def lose_cqe(b: Bundle, c: int, losers: list[int]) -> None:
+    pid = b.ranks[c]["pid"]
+    assert f"exitcode  : -9 (pid: {pid})" in _screens(b) and f"Signal 9 (SIGKILL) received by PID {pid}" in _screens(b)
+    other = [r for r in b.ranks if b.ranks[r]["host_ip"] != b.ranks[c]["host_ip"]]
+    for r in other:
+        assert f"crimer rank [{_device(b, c)}] status[LOST]" in b.text(r), r
+    seen = _cqe_endpoints(b)
+    assert {_rank_of_ip(b, ip) for ip in seen} == set(losers) and len(set(seen.values())) == 1, seen
+    assert "[ERROR]" not in b.text(c)
+
+
+def lose_spread(b: Bundle, c: int, losers: list[int]) -> None:
+    assert [r for r in b.ranks if EI0002 not in b.text(r)] == [c]
+    times = {r: t for r in b.ranks if (t := _first_exception(b, r)) is not None}
+    timeout = int(re.search(r"HCCL_EXEC_TIMEOUT set [a-z ]+ to \[(\d+)\]s", b.text(0)).group(1))  # type: ignore[union-attr]
+    assert max(times.values()) - min(times.values()) > timeout
+    assert [max(times, key=lambda r: (times[r], r))] == losers or times[losers[0]] == max(times.values())
+
+
+LOSE_CHECKS: dict[str, Callable[[Bundle, int, list[int]], None]] = {
+    "lose-init-root": lose_init_root,
+    "lose-init-agent": lose_init_agent,
+    "lose-ei0006": lose_ei0006,
+    "lose-chain-end": lose_chain_end,
+    "lose-cycle": lose_cycle,
+    "lose-tls": lose_tls,
+    "lose-ei0002": lose_ei0002,
+    "lose-heartbeat": lose_heartbeat,
+    "lose-cqe": lose_cqe,
+    "lose-spread": lose_spread,
+}
+
+
 def test_the_fault_left_its_evidence(bundle: Bundle) -> None:
+    if "loser_branch" in bundle.truth:
+        t = bundle.truth
+        LOSE_CHECKS[t["fault"]](bundle, t["culprit_ranks"][0], t["loser_culprit_ranks"])
+        return
     CHECKS[bundle.truth["branch"]](bundle)
+
+
+def test_lose_bundles_name_a_loser() -> None:
+    """Each lose bundle's loser is another branch than its winner, and names other ranks."""
+    losers = [n for n in NAMES if "loser_branch" in Bundle(n).truth]
+    assert len(losers) >= 10
+    seen = set()
+    for n in losers:
+        t = Bundle(n).truth
+        assert n.startswith("ascend-lose-") and t["loser_branch"] in CHECKS and t["loser_branch"] != t["branch"]
+        assert t["loser_culprit_ranks"] and t["loser_culprit_ranks"] != t["culprit_ranks"]
+        assert list(t).index("loser_branch") == list(t).index("branch") + 1
+        seen.add(t["loser_branch"])
+    assert len(seen) == len(losers), "one lose bundle per branch"
+    assert all("loser_branch" not in Bundle(n).truth for n in NAMES if not n.startswith("ascend-lose-"))
 
 
 def test_victims_report_and_the_culprit_is_not_a_victim(bundle: Bundle) -> None:
@@ -412,3 +587,8 @@ def test_checks_can_fail() -> None:
     b.truth = {**b.truth, "culprit_ranks": [3], "victims": [r for r in b.ranks if r != 3]}
     with pytest.raises(AssertionError):
         check_ei0006_non_reporter(b)
+    lose = Bundle("ascend-lose-ei0006-rank5")
+    with pytest.raises(AssertionError):
+        lose_ei0006(lose, 5, [1])
+    with pytest.raises(AssertionError):
+        lose_ei0006(lose, 0, [0])
