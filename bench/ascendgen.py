@@ -1092,24 +1092,8 @@ def _story_cqe(w: Writer, rng: random.Random, tls: int) -> None:
     elif p.server != cp.server:
         remote = cp
     t = plan.t_fault + 12.0 + p.rank * 0.0041 + p.jitter
-    ips = plan.server_ips
     if remote is not None:
-        w.app(t - 0.01, "ERROR", "ROCE", "hns_roce_lite.c:630", "hns_roce_lite_handle_error_cqe(630) : error cqe status: 0x15")
-        w.app(t - 0.008, "ERROR", "ROCE", "hns_roce_lite.c:747", "dump_err_cqe(747) : CQ(0x10) CQE(0x5) INDEX(0x00000003): 0x1500047c")
-        w.app(t - 0.005, "ERROR", "HCCP", "ra_hdc_lite.c:794", f"tid:{p.tid2},ra_hdc_lite_period_poll_cqe : [create][ra_hdc_period_poll]failed CQE status[12], wr[0]")
-        w.hccl(
-            t, "ERROR", "heartbeat.cc:1229",
-            f"[HeartbeatAbnormal][ROCE CQE ERROR]cqe error status[12], time:[{w.clock.cqe(t - 0.005)}],localInfo{{server[{ips[p.server]}],deviceId[{p.phy}],deviceIp[{plan.device_ip(p)}]}}, "
-            f"remoteIP{{server[{ips[remote.server]}],deviceId[{remote.phy}],deviceIp[{plan.device_ip(remote)}]}}",
-            stage="[TaskExecStage]", tid=p.tid2,
-        )
-        text = (
-            f"[PID: {p.pid}] {w.clock.plog(t + 0.3)} Execution Error ROCE CQE(EI0013): An error CQE occurred during operator execution. "
-            f"Local information: server {ips[p.server]}, device ID {p.phy}, device IP {plan.device_ip(p)}. "
-            f"Peer information: server {ips[remote.server]}, device ID {remote.phy}, device IP {plan.device_ip(remote)}."
-        )
-        tb = traceback(w, "301, in train_step", "RuntimeError: npuSynchronizeDevice:torch_npu/csrc/core/npu/NPUFunctions.cpp:487 NPU function error: AclrtSynchronizeDeviceWithTimeout, error code is 507053")
-        w.screen(t + 0.3, f"{tb}\n{npu_footer(w, t + 0.3, 'ERR00100 PTA call acl api failed')}\n{text}")
+        _cqe_lines(w, t, remote, "AlltoAll")
         return
     # the culprit's own server mates: their all-to-all stops when the culprit's op fails
     line = _hb_text(w, cp, plan.procs[q], "Error cqe Occurred", plan.t_fault + 12.0, "")
