@@ -244,4 +244,27 @@ def test_a_device_log_of_another_process_is_the_rank_that_drove_that_device(tmp_
     report = analyze([_write(tmp_path, files)])
     device_log = _source(report.sources, "device-2988_20251024153928174.log")
     assert (device_log.identity.rank, device_log.identity.device) == (3, 5)
-    assert device_log.identity.learnt_from["rank"] == "the rank that drove its device on its server"
+    assert device_log.identity.learnt_from["rank"] == "the rank that drove its device on its server (key info or rank table)"
+
+
+def test_a_rank_table_names_the_rank_of_a_servers_device(tmp_path: Path) -> None:
+    """A rank-table launch (RANK_TABLE_FILE): the plogs that failed before any key info, and the
+    device logs, are named through the table's server and device, even pretty-printed."""
+    table = ('{\n  "server_count": "1",\n  "server_list": [\n    {\n      "device": [\n'
+             '        {"device_id": "4", "device_ip": "192.168.4.11", "rank_id": "0"},\n'
+             '        {\n          "device_id": "5",\n          "device_ip": "192.168.5.11",\n'
+             '          "rank_id": "1"\n        }\n      ],\n      "host_nic_ip": "reserve",\n'
+             '      "server_id": "10.0.0.1"\n    }\n  ],\n  "status": "completed",\n  "version": "1.0"\n}\n')
+    files = {
+        "rank_table.json": table,
+        "10.0.0.1/debug/device-5/device-4242_20251024153928174.log":
+            "[ERROR] HCCP(4242,python):2025-10-24-15:39:26.133.826 [ra_hdc.c:794]tid:4242,ra_hdc_lite_period_poll_cqe :"
+            " poll cqe failed\n",
+    }
+    report = analyze([_write(tmp_path, files)])
+    device_log = _source(report.sources, "device-4242_20251024153928174.log")
+    assert (device_log.identity.rank, device_log.identity.device) == (1, 5)
+    table_events = [e for e in report.events if e.rule_id == "hccl-rank-table"]
+    assert [(e.fields["table_rank"], e.fields["device"], e.evidence.line) for e in table_events] == [
+        ("0", "4", 6), ("1", "5", 10)]
+    assert all(e.rank is None for e in table_events)  # the table is nobody's log

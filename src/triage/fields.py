@@ -50,6 +50,7 @@ FIELDS: dict[str, Field] = {
     "pg_desc": Field("str", "process-group description (`default_pg`, `undefined`, a user-given name)"),
     "comm_id": Field("str", "communicator id: NCCL commId hash, HCCL group identifier"),
     "peer_device": Field("str", "device at the other end of an HCCL link or error CQE (an id; one documented CQE form prints an address there)"),
+    "table_rank": Field("int", "HCCL rank table: the rank_id of a device entry (the table is nobody's log: not `rank`)"),
     "src_server": Field("ip", "HCCL connect probe: the server of the end that could not connect (srcRank)"),
     "src_device": Field("int", "HCCL connect probe: the device of the end that could not connect (srcRank)"),
     "exception": Field("str", "HCCL heartbeat: what it found on the device it names (Heartbeat Lost, Stuck, Error cqe; LOST, STUCK, ERROR CQE)"),

@@ -290,11 +290,16 @@ def from_key_info(state: _State) -> None:
     for ident in state.writers.identities.values():
         if ident.host and ident.device is not None and ident.rank is not None:
             slots[(ident.host, ident.device)].add(ident.rank)
+    for event in state.events:  # the rank table (RANK_TABLE_FILE): server id, device id, rank
+        fields = event.fields
+        if fields.get("table_rank", "").isdigit() and fields.get("device", "").isdigit() and fields.get("ip"):
+            slots[(fields["ip"], int(fields["device"]))].add(int(fields["table_rank"]))
     for key, ident in state.writers.identities.items():
         if ident.rank is None and ident.host and ident.device is not None:
             ranks = slots.get((ident.host, ident.device), set())
             if len(ranks) == 1:
-                _set(state, key, ident, "rank", next(iter(ranks)), "the rank that drove its device on its server")
+                _set(state, key, ident, "rank", next(iter(ranks)),
+                     "the rank that drove its device on its server (key info or rank table)")
 
 
 def from_host_slots(state: _State) -> None:

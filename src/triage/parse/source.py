@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
-from triage.parse import paste
+from triage.parse import paste, ranktable
 from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
 
 _SNIFF = 8192
@@ -60,7 +60,21 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
             head = "".join(paste.unwrap([head], pasted))
             info.notes.append(pasted.describe())
         sniff_writer(head, info)
-        events = list(scan_text(matcher, stream.name, identity, texts, stats))
+        table = None
+        if ranktable.looks_like(head):
+            parts: list[str] = []
+            for piece in texts:  # read whole (a rank table is small), but never past MAX_BYTES
+                parts.append(piece)
+                if sum(map(len, parts)) > ranktable.MAX_BYTES:
+                    break
+            text = "".join(parts)
+            table = ranktable.events(stream.name, text)
+            texts = itertools.chain([text], texts)  # not a table after all: scan it as lines
+        if table is not None:
+            events = table
+            stats.lines = text.count("\n") + (not text.endswith("\n"))
+        else:
+            events = list(scan_text(matcher, stream.name, identity, texts, stats))
     except READ_ERRORS as exc:
         # A truncated gzip or a read error part-way: keep what was read, say what happened.
         reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
