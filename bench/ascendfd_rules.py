@@ -1730,63 +1730,16 @@ def diagnose_workers(parsed: dict[str, dict[str, PidResult]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {"analyze_success": True}
     if not pid_found:
-        c = 115
-        return {
-            **out,
-            "code": c,
-            "string": FAULT_CODES[c],
-            "branch": "no_plog",
-            "root_cause_device": ["Unknown Device"],
-            "root_devices": [],
-            "first_error_device": None,
-            "last_error_device": None,
-            "remote_link": "",
-            "device_link": [],
-        }
+        return _early(115, "no_plog", ["Unknown Device"], [])
     if cluster and lack_base:
-        c = 128
-        return {
-            **out,
-            "code": c,
-            "string": FAULT_CODES[c],
-            "branch": "lack_base_info",
-            "root_cause_device": [str(d) for d in lack_base],
-            "root_devices": list(lack_base),
-            "first_error_device": None,
-            "last_error_device": None,
-            "remote_link": "",
-            "device_link": [],
-        }
+        return _early(128, "lack_base_info", [str(d) for d in lack_base], list(lack_base))
     if not cluster:
-        c = 114
-        return {
-            **out,
-            "code": c,
-            "string": FAULT_CODES[c],
-            "branch": "invalid_device",
-            "root_cause_device": ["Unknown Device"],
-            "root_devices": [],
-            "first_error_device": None,
-            "last_error_device": None,
-            "remote_link": "",
-            "device_link": [],
-        }
+        return _early(114, "invalid_device", ["Unknown Device"], [])
     chk = ErrorChecker(table, lagging)
     try:
         chk.check()
     except RuntimeError as exc:
-        return {
-            "analyze_success": False,
-            "code": None,
-            "string": str(exc),
-            "branch": "error",
-            "root_cause_device": [],
-            "root_devices": [],
-            "first_error_device": None,
-            "last_error_device": None,
-            "remote_link": "",
-            "device_link": [],
-        }
+        return {**_early(None, "error", [], []), "analyze_success": False, "string": str(exc)}
     roots = list(chk.root_devices)
     if len(roots) > 2:  # add_mindie_error_device's final filter (:196-202)
         roots = [d for d in roots if d and d.worker_name != "worker-NA"]
@@ -1804,6 +1757,22 @@ def diagnose_workers(parsed: dict[str, dict[str, PidResult]]) -> dict[str, Any]:
         "remote_link": " -> ".join(chk.remote_links),
         "first_error_device": str(chk.first_error_device) if chk.first_error_device else None,
         "last_error_device": str(chk.last_error_device) if chk.last_error_device else None,
+    }
+
+
+def _early(code: int | None, branch: str, named: list[str], devices: list[Any]) -> dict[str, Any]:
+    """ascend-fd's answer when it stops before the root-cause checks (no plog, no rank map…)."""
+    return {
+        "analyze_success": True,
+        "code": code,
+        "string": FAULT_CODES[code] if code is not None else "",
+        "branch": branch,
+        "root_cause_device": named,
+        "root_devices": devices,
+        "first_error_device": None,
+        "last_error_device": None,
+        "remote_link": "",
+        "device_link": [],
     }
 
 

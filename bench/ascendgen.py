@@ -904,16 +904,21 @@ def _story_init_agent(w: Writer, rng: random.Random, tls: int) -> None:
     _init_wait_root(w, [c] if c is not None else [], t)
 
 
+def _stale_process(w: Writer, t: float) -> None:
+    """EJ0001: HCCP cannot start because another process holds this device; the init fails."""
+    p = w.p
+    w.lines.append((t, "debug", f"[ERROR] TDT({p.pid},{PNAME}):{w.clock.plog(t)} [process_mode_manager.cpp:732][DeviceMsgProcess][tid:{p.pid}] [TsdClient] DeviceMsgProc  errcode[EJ0001]"))
+    w.hccp(t - 0.05, "ERROR", "rs.c:402", f"rs_init(402) : rs init failed, chip_id={p.phy} is occupied by pid 1739021, ret=-16", "ddev")  # unsourced wording
+    w.hccl(t + 0.01, "ERROR", "network_manager.cc:109", "call trace: hcclRet -> 7")
+    _init_failed_ej(w, t + 0.02)
+
+
 def _story_ej0001(w: Writer, rng: random.Random, tls: int) -> None:
     plan, p, c = w.plan, w.p, w.plan.spec.culprit
     env_lines(w)
     init_entry(w)
     if p.rank == c:  # a process of the previous job still holds this device
-        t = plan.t_init + 0.3
-        w.lines.append((t, "debug", f"[ERROR] TDT({p.pid},{PNAME}):{w.clock.plog(t)} [process_mode_manager.cpp:732][DeviceMsgProcess][tid:{p.pid}] [TsdClient] DeviceMsgProc  errcode[EJ0001]"))
-        w.hccp(t - 0.05, "ERROR", "rs.c:402", f"rs_init(402) : rs init failed, chip_id={p.phy} is occupied by pid 1739021, ret=-16", "ddev")  # unsourced wording
-        w.hccl(t + 0.01, "ERROR", "network_manager.cc:109", "call trace: hcclRet -> 7")
-        _init_failed_ej(w, t + 0.02)
+        _stale_process(w, plan.t_init + 0.3)
         return
     device_start(w, tls)
     _init_wait_root(w, [c] if c is not None else [], plan.t_init + plan.connect_timeout + 20.0)
@@ -1187,11 +1192,7 @@ def _story_lose_init_agent(w: Writer, rng: random.Random, tls: int) -> None:
     env_lines(w)
     init_entry(w)
     if p.rank == c:
-        t = plan.t_init + 0.3
-        w.lines.append((t, "debug", f"[ERROR] TDT({p.pid},{PNAME}):{w.clock.plog(t)} [process_mode_manager.cpp:732][DeviceMsgProcess][tid:{p.pid}] [TsdClient] DeviceMsgProc  errcode[EJ0001]"))
-        w.hccp(t - 0.05, "ERROR", "rs.c:402", f"rs_init(402) : rs init failed, chip_id={p.phy} is occupied by pid 1739021, ret=-16", "ddev")  # unsourced wording
-        w.hccl(t + 0.01, "ERROR", "network_manager.cc:109", "call trace: hcclRet -> 7")
-        _init_failed_ej(w, t + 0.02)
+        _stale_process(w, plan.t_init + 0.3)
         return
     device_start(w, tls)
     ta = plan.t_init + plan.connect_timeout + 20.4 + p.rank * 1e-4 + p.jitter
