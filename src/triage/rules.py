@@ -87,7 +87,8 @@ class Rule:
 
     def render(self, fields: dict[str, str]) -> str:
         try:
-            return self.message.format_map(_Blank(fields))
+            # A parenthesised detail the line did not give is left out, not shown as `(?)`.
+            return self.message.format_map(_Blank(fields)).replace(" (?)", "")
         except (ValueError, IndexError):
             return self.message
 

@@ -385,7 +385,7 @@ def wait_chain(ctx: Context) -> Hypothesis | None:
             ends[path[-1]].append(start)
     if ends:
         culprits = sorted(ends)
-        chains = "; ".join(_chain_text(waits, start) for end in culprits for start in ends[end][:1])
+        chains = "; ".join(max((_chain_text(waits, start) for start in ends[end]), key=len) for end in culprits)
         own = [e for r in culprits if r in ctx.facts for e in ctx.facts[r].known_failures]
         logged = all(r in ctx.facts and ctx.facts[r].state.has_log for r in culprits)
         score = (0.85 if logged else 0.7) if len(culprits) == 1 else 0.55
@@ -399,6 +399,8 @@ def wait_chain(ctx: Context) -> Hypothesis | None:
             reasoning=f"Who waited on whom, as HCCL logged it: {chains}. The chain ends at rank"
                       f"{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)}, which waited on no one.")
     members = sorted({r for cycle in cycles for r in cycle})
+    if len(cycles) == 1 and len(members) == 2:
+        return _pair_link(ctx, members, evidence)
     return Hypothesis(
         name="wait-chain", score=0.5, category=Category.HUNG_PROCESS,
         phase=ctx.phase(members, [e for es in evidence.values() for e in es]),
@@ -410,14 +412,42 @@ def wait_chain(ctx: Context) -> Hypothesis | None:
                   "look for what made the first of them wait (its own errors, a link, a stale process).")
 
 
+def _pair_link(ctx: Context, pair: list[int], evidence: dict[int, list[Event]]) -> Hypothesis:
+    """Two ranks each waiting on the other: HCCL's advice is the network between them ("if the link
+    setup timeout is reported on both ends, check the network connectivity between the two ends")."""
+    a, b = pair
+    events = evidence[a] + evidence[b]
+    device = {r: ctx.job.ranks[r].device if r in ctx.job.ranks else None for r in pair}
+    culprit = Culprit(kind="link", rank=a, host=f"{ctx.host_of(a) or '?'}, device {device[a]}",
+                      peer=f"rank {b} ({ctx.host_of(b) or '?'}, device {device[b]})", peer_rank=b,
+                      reason="each end of this link waited on the other",
+                      evidence=_evidence(evidence[a][:2] + evidence[b][:2]))
+    return Hypothesis(
+        name="wait-chain", score=0.6, category=Category.NETWORK_FAULT, phase=ctx.phase(None, events),
+        culprits=[culprit],
+        reasoning=f"Ranks {a} and {b} each waited on the other and on no one else: neither process is "
+                  "behind the other, the link between their devices is (NICs, cables, switch ports, "
+                  "or a TLS or IP setting that differs).")
+
+
 def _waited_on(ctx: Context, event: Event) -> int | None:
     """The global rank a line says its writer waited on; a group rank through its communicator.
 
-    HCCL names the peer in the communicator's own ranks (`remoteUserrank[1]` of `group_name_1`);
-    the operation's tag ends with the communicator's identifier (`AllReduce_group_name_1`), and
-    each member's init line gave its rank there (`…ConfigInner:ranks[4], rank[1] … identifier[…]`).
+    The address of a link that timed out is unambiguous: `remoteIpAddr[server/device]`, or a
+    device of the writer's own server (a P2P link's `remote physic id`). Otherwise HCCL names the peer in the communicator's
+    own ranks (`remoteUserrank[1]` of `group_name_1`); the operation's tag ends with the
+    communicator's identifier (`AllReduce_group_name_1`), and each member's init line gave its rank
+    there (`…ConfigInner:ranks[4], rank[1] … identifier[…]`).
     """
     fields = event.fields
+    if (device := fields.get("peer_device", "")).isdigit() and event.kind is Kind.TIMEOUT:
+        if ip := fields.get("peer_ip"):
+            at = _ranks_at(ctx, ip, device)
+        else:
+            host = ctx.job.ranks[event.rank].host if event.rank in ctx.job.ranks else None
+            at = [r for r, s in ctx.job.ranks.items() if host and s.host == host and s.device == int(device)]
+        if len(at) == 1:
+            return at[0]
     peer = fields.get("peer_pg_rank") or fields.get("peer_rank", "")
     if not peer.isdigit():
         return None
@@ -429,8 +459,11 @@ def _waited_on(ctx: Context, event: Event) -> int | None:
             return found[0] if len(found) == 1 else None
     # HCCL names peers by their rank in the communicator of the operation. Without a tag that
     # says which (a graph-mode `HcomAllReduce_<hash>_0`, a line with no tag), that is the world's
-    # rank only where the world is the job's one communicator.
-    return int(peer) if len(comms) <= 1 else None
+    # rank only where the world is the job's one communicator, and only if the world has it.
+    world = ctx.job.world_size
+    if len(comms) > 1 or (world is not None and int(peer) >= world):
+        return None
+    return int(peer)
 
 
 def _mutual_pair(ctx: Context, event: Event) -> tuple[int, int] | None:

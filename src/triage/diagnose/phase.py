@@ -30,6 +30,12 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
         # communicator, however far the job got, so a link that fails at step 1000 fails in
         # operator load (formats.md §5.4, `[InitChannelStage]`).
         return stated[0]
+    if not events:
+        # No deciding line (an inconclusive verdict): the phase the waiting ranks' HCCL lines name.
+        waited = Counter(e.phase for f in facts.values() for e in f.timeouts + f.peer_errors
+                         if e.family in _PHASE_BY_WHAT_FAILED and e.phase in _REAL)
+        if waited:
+            return waited.most_common(1)[0][0]
     furthest = max((s.milestone for s in job.ranks.values() if s.milestone is not None),
                    default=None)
     said = _said_phase(job, facts, events or [])

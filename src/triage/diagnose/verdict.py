@@ -49,6 +49,43 @@ _ADVICE = {
     ],
 }
 
+# Ascend jobs: the same categories, checked with CANN's tools and HCCL's settings.
+_ADVICE_HCCL = {
+    Category.HUNG_PROCESS: [
+        "Read the culprit's plog and training log (`grep -rn ERROR debug/plog/plog-<pid>_*`): what was it "
+        "doing (data loading, checkpoint, a code path the others did not take)? `py-spy dump --pid <pid>` "
+        "on a hung rank shows where it is stuck.",
+        "HCCL_CONNECT_TIMEOUT bounds link set-up and HCCL_EXEC_TIMEOUT execution waits: raise them only "
+        "if the culprit was merely late.",
+    ],
+    Category.CRASHED_PROCESS: [
+        "Read the culprit's traceback or exit signal; a SIGKILL (-9) is usually the kernel's OOM killer "
+        "(`dmesg` on its server) or the scheduler. Before rerunning, check its device for leftover "
+        "processes with `npu-smi info`.",
+    ],
+    Category.DEVICE_ERROR: [
+        "Check the culprit's NPU: `npu-smi info -t health -i <card>`, `npu-smi info -t ecc -i <card>`, its "
+        "device logs (`msnpureport -f`); drain the server if the hardware is at fault. A process left on "
+        "the device (`npu-smi info`, EJ0001) must be killed before the next run.",
+    ],
+    Category.NETWORK_FAULT: [
+        "Check both devices' parameter-plane link: `hccn_tool -i <dev> -link -g` (up/down), "
+        "`hccn_tool -i <dev> -net_health -g`, `hccn_tool -i <dev> -ping -g address <peer device ip>`, "
+        "`hccn_tool -i <dev> -stat -g` (error counters), and the TLS switch on both ends "
+        "(`hccn_tool -i <dev> -tls -g`).",
+        "For failures at communicator init, check HCCL_IF_IP / HCCL_SOCKET_IFNAME on each server: the "
+        "root's address must be reachable from every server.",
+    ],
+    Category.COLLECTIVE_MISMATCH: [
+        "The ranks ran different operators: compare each rank's tag and index (`grep -rn 'opData "
+        "information' debug/`, the EI0002/EI0005 lines) and look for rank-dependent branches or uneven data.",
+    ],
+    Category.CONFIG_MISMATCH: [
+        "Compare the culprit's settings with the others': RANK_TABLE_FILE, HCCL_IF_IP / "
+        "HCCL_SOCKET_IFNAME, HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT, the TLS switch "
+        "(`hccn_tool -i <dev> -tls -g`), CANN and driver versions (`npu-smi info`).",
+    ],
+}
 
 def diagnose(job: Job) -> Verdict:
     facts = rank_facts(job)
@@ -72,7 +109,7 @@ def diagnose(job: Job) -> Verdict:
         return _inconclusive(ctx, candidates, _missing(ctx))
     culprits = _with_host(ctx, winner.culprits)
     _set_roles(ctx, culprits)
-    advice = list(_ADVICE.get(winner.category, []))
+    advice = list((_ADVICE_HCCL if _ascend(job) else _ADVICE).get(winner.category, []))
     return Verdict(
         status=Status.DIAGNOSED,
         phase=winner.phase if winner.phase is not Phase.TEARDOWN else Phase.UNKNOWN,
@@ -139,6 +176,12 @@ def _set_roles(ctx: Context, culprits: list[Culprit]) -> None:
             state.role = "ok"
 
 
+def _ascend(job: Job) -> bool:
+    """An Ascend job: its failures were logged by HCCL, CANN or torch_npu."""
+    families = Counter(e.family for e in job.events if e.kind in _FAILURE_KINDS)
+    return families["hccl"] > 0 and families["hccl"] >= sum(families.values()) / 2
+
+
 def _missing(ctx: Context) -> list[str]:
     notes: list[str] = []
     job = ctx.job
@@ -158,7 +201,10 @@ def _missing(ctx: Context) -> list[str]:
     if _reported_category(ctx) is Category.COLLECTIVE_MISMATCH:
         notes.append("the ranks ran collectives of different sizes or kinds, and the logs do not say "
                      "which rank was odd: rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL")
-    if waiters and len(waiters) == len(ctx.expected) and len(logged) > 1:
+    if waiters and len(waiters) == len(ctx.expected) and len(logged) > 1 and _ascend(job):
+        notes.append("every rank reported a timeout: the HCCL heartbeat's `Cluster Exception Location` "
+                     "(CANN 7+, run/plog) or each rank's task-exception index shows who was behind")
+    elif waiters and len(waiters) == len(ctx.expected) and len(logged) > 1:
         notes.append("every rank reported a timeout: enable TORCH_NCCL_DESYNC_DEBUG=1 or the "
                      "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) to see who was behind")
     return notes
@@ -198,6 +244,10 @@ def _undecided(ctx: Context, candidates: list[Hypothesis]) -> str:
             parts[-1] += (f"; ranks {fmt_ranks(no_log)} left no log, and the culprit is likely "
                           "among them")
         parts[-1] += "."
+    said = [f"rank {r}: {lines[0].message}" for r in sorted(waiters)[:4]
+            if (lines := ctx.facts[r].timeouts + ctx.facts[r].peer_errors)]
+    if said and not candidates:
+        parts.append(f"What they said: {'; '.join(said)}{' …' if len(waiters) > 4 else ''}.")
     if candidates:
         names = ", ".join(f"{h.name} ({h.score:.2f})" for h in candidates[:3])
         parts.append(f"Leads too weak or in conflict: {names}; the strongest: {candidates[0].reasoning}")

@@ -62,8 +62,13 @@ def identity_from_path(name: str) -> Identity:
     if m := _DEVICE_DIR.search(path):
         identity.device = int(m["device"])
         learnt["device"] = "CANN device-<id> folder"
-    if identity.host is None and (host := _cann_server(path)):
-        identity.host = host
+    if (folder := _cann_folder(path)) and (m := _RANK.fullmatch(folder)):
+        # ModelArts and ascend-fd collections keep one CANN tree per rank: `process_log/rank_76/`.
+        if identity.rank is None:
+            identity.rank = int(m["rank"])
+            learnt["rank"] = "folder holding a CANN log tree"
+    elif identity.host is None and folder:
+        identity.host = folder
         learnt["host"] = "folder holding a CANN log tree"
     if identity.host is None:
         parts = path.split("/")
@@ -78,8 +83,9 @@ def identity_from_path(name: str) -> Identity:
     return identity
 
 
-def _cann_server(path: str) -> str | None:
-    """The folder a server's CANN logs were copied into: `<server>/[ascend/log/](debug|run)/plog/…`."""
+def _cann_folder(path: str) -> str | None:
+    """The folder a server's (or a rank's) CANN logs were copied into:
+    `<server>/[ascend/log/|process_log/](debug|run)/plog/…`."""
     parts = path.split("/")
     for i in range(len(parts) - 2, 0, -1):
         if parts[i] in ("debug", "run") and (parts[i + 1] == "plog" or parts[i + 1].startswith("device-")):
@@ -88,7 +94,8 @@ def _cann_server(path: str) -> str | None:
     return None
 
 
-_CANN_ROOT_FOLDERS = {"log", "logs", "ascend", "ascend_log", "ascend-log", "~"}
+# `process_log` is where ascend-fd's collection puts a server's `~/ascend/log`.
+_CANN_ROOT_FOLDERS = {"log", "logs", "ascend", "ascend_log", "ascend-log", "process_log", "~"}
 
 
 def _last(pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
