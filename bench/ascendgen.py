@@ -16,7 +16,9 @@ stdout would hold, line by line, in the envelopes of ``/work/shared/reference/fo
 * screen output (one file per server written through torchrun, or one per rank written by a
   shell launcher) with ``EIxxxx:``/``EJxxxx:`` codes in each CANN's prefix form, torch_npu
   ``HCCL function error`` / ``ERR02200 … RankID:r`` footers and ``WorkHCCL(...)`` watchdog lines;
-* an optional rank table JSON.
+* an optional rank table JSON;
+* for a job torchrun restarted (``--max-restarts``, RESTART_FAULTS), both attempts: a second set of
+  worker pids and plogs, a new communicator identifier, the agent's restart lines on the console.
 
 Device ids are physical ids; a job may permute them (``ASCEND_RT_VISIBLE_DEVICES``), so the
 device of a rank is not its local rank.  Everything is seeded: the same Spec gives the same bytes.
@@ -39,7 +41,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,9 @@ FAULTS: dict[str, tuple[str, str, str]] = {
     "lose-heartbeat": ("execution", "network_fault", "error_cqe_link"),
     "lose-cqe": ("execution", "crashed_process", "heartbeat_exception_location"),
     "lose-spread": ("execution", "hung_process", "ei0002_non_reporter"),
+    "lose-ej0001": ("execution", "hung_process", "heartbeat_exception_location"),
+    "lose-ei0005": ("operator_load", "hung_process", "ei0006_non_reporter"),
+    "lose-init-store": ("comm_init", "device_error", "ej0001_stale_process"),
 }
 LOSERS: dict[str, str] = {
     "lose-init-root": "init_root_connected_vs_needed",
@@ -108,12 +113,18 @@ LOSERS: dict[str, str] = {
     "lose-heartbeat": "heartbeat_exception_location",
     "lose-cqe": "error_cqe_link",
     "lose-spread": "exec_spread_last_device",
+    "lose-ej0001": "ej0001_stale_process",
+    "lose-ei0005": "ei0005_parameter_mismatch",
+    "lose-init-store": "init_rank_local_error",
 }
 TLS_FAULTS = ("tls", "lose-ei0006", "lose-cycle", "lose-tls")  # some device has TLS switched on
 CHAIN_FAULTS = ("link-chain", "lose-tls")  # the failing collective is in the sub-communicator
 LAG_S = {"lose-ei0006": 6.0, "lose-ei0002": 4.0}  # the lagging rank (peer) enters the op this late
 SKEW_S = 420.0  # lose-spread: the last server's clock runs this far ahead (no NTP)
 DOCKER_IP = "172.17.0.1"  # lose-init-root: the root advertises its docker0 bridge address
+RESTART_FAULTS = ("lose-ej0001",)  # torchrun --max-restarts=1: the workers run a second attempt
+LATE_S = 40.0  # lose-init-store: the late rank reaches its communicator creation this much later
+MASTER_PORT = 29500  # the c10d store (MASTER_PORT) that rank 0's process hosts under a shell launcher
 LAYOUTS = ("full", "plogs", "screen")
 
 TAG_OPS = {"AllReduce": 2, "AllGather": 6, "ReduceScatter": 7, "Broadcast": 1}  # cmdType enum
@@ -181,6 +192,8 @@ class Truth:
     files: list[str]
     loser_branch: str = ""  # lose-* stories: the branch whose evidence is present but must lose
     loser_culprit_ranks: list[int] = field(default_factory=list)  # whom that branch would name
+    # torchrun restarted the workers once: rank -> pid of its second attempt (ranks[].pid: the first)
+    restart_pids: dict[int, int] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,6 +234,9 @@ class Plan:
     exec_timeout: int
     jobid: str
     root_ip: str = ""  # the root's advertised host ip when it is not its server's (lose-init-root)
+    attempt: int = 0  # torchrun's restart count for these processes (RESTART_FAULTS: 0, then 1)
+    restart: Plan | None = None  # the attempt torchrun restarted the workers into
+    previous: Plan | None = None  # for a restarted attempt: the one before it
 
     @property
     def world(self) -> int:
@@ -298,7 +314,42 @@ def make_plan(spec: Spec) -> Plan:
     for p in procs:
         p.t_last = _t_last(plan, p)
         p.logs = not (spec.fault == "init-missing" and p.rank == spec.culprit)
+    if spec.fault in RESTART_FAULTS:
+        plan.restart = _restarted(plan, rng)
     return plan
+
+
+def _restarted(plan: Plan, rng: random.Random) -> Plan:
+    """torchrun's second attempt: new worker processes, started once the agent has stopped the first
+    ones (SIGTERM, exit, rendezvous again), which create a new communicator (a new identifier)."""
+    t0 = _first_exit(plan, 0)[1] + 2.2
+    procs = []
+    for s in range(plan.spec.servers):
+        mine = [p for p in plan.procs if p.server == s]
+        pid = max(p.pid for p in mine) + rng.randrange(3000, 9000)
+        for old in mine:
+            pid += rng.randrange(2, 9)
+            procs.append(replace(
+                old, pid=pid, tid=pid, tid2=pid + rng.randrange(600, 1900), hccp_pid=rng.randrange(2000, 40000),
+                t_start=t0 + rng.uniform(0.0, 2.5), jitter=rng.uniform(0.0, 0.09),
+            ))
+    ident = f"{plan.server_ips[0]}%{NIC}_{ROOT_PORT}_0_{(plan.base + int(t0) + 21) * 1_000_000 + rng.randrange(10**6)}"
+    plan.groups[ident] = list(range(len(procs)))
+    again = replace(plan, procs=procs, identifier=ident, t_init=t0 + 21.0, t_first=t0 + 27.0, t_fault=t0 + 27.0,
+                    attempt=1, restart=None, previous=plan)
+    for p in procs:
+        p.t_last = _t_last(again, p)
+    return again
+
+
+def attempts(plan: Plan) -> list[Plan]:
+    """The job's attempts, first to last (one unless torchrun restarted the workers)."""
+    return [plan] if plan.restart is None else [plan, *attempts(plan.restart)]
+
+
+def attempt_procs(plan: Plan) -> list[tuple[Plan, Proc]]:
+    """Every process of the job, with the attempt it ran in."""
+    return [(pl, p) for pl in attempts(plan) for p in pl.procs]
 
 
 def _t_last(plan: Plan, p: Proc) -> float:
@@ -350,11 +401,19 @@ def _cqe_t(plan: Plan, p: Proc) -> float:
     return plan.t_fault + 12.0 + p.rank * 0.0041 + p.jitter
 
 
+def _ej0001_t(plan: Plan) -> float:
+    """lose-ej0001's restarted attempt: when HCCP fails on the stale device (EJ0001)."""
+    return plan.t_init + 0.3
+
+
 def _first_exit(plan: Plan, server: int) -> tuple[Proc, float]:
     """torchrun stories: the first worker of this server to exit after its error, and when."""
     f = plan.spec.fault
-    skip = set() if f == "lose-cqe" else {plan.spec.peer}
-    if f in ("lose-ei0002", "lose-tls"):
+    if f == "lose-ej0001" and plan.attempt:  # the stale device's rank exits after its EJ0001
+        q = plan.procs[plan.spec.peer or 0]
+        return q, _ej0001_t(plan) + 0.62
+    skip = set() if f in ("lose-cqe", "lose-ej0001") else {plan.spec.peer}
+    if f in ("lose-ei0002", "lose-tls", "lose-ej0001"):
         skip.add(plan.spec.culprit)  # hung: it never fails by itself
     cands: list[tuple[float, int]] = []
     for q in plan.procs:
@@ -364,7 +423,7 @@ def _first_exit(plan: Plan, server: int) -> tuple[Proc, float]:
             if f == "lose-tls" and q.rank not in plan.spec.subgroup:
                 continue
             cands.append((_link_fail_t(plan, q) + 1.5, q.rank))
-        elif f == "lose-ei0002":
+        elif f in ("lose-ei0002", "lose-ej0001"):
             cands.append((_exec_fail_t(plan, q, plan.t_fault) + 0.6, q.rank))
         elif f == "lose-cqe" and q.rank == plan.spec.peer:
             cands.append((_cqe_t(plan, q) + 0.5, q.rank))
@@ -381,6 +440,14 @@ def _t_last_lose(plan: Plan, p: Proc) -> float:
         return plan.t_init + 0.5 if p.rank == c else plan.t_init + ct + 21.0
     if f in ("lose-ei0006", "lose-ei0002") and p.rank == q:
         return _first_exit(plan, p.server)[1] + 0.9  # SIGTERM from torchrun before its own timer
+    if f == "lose-ej0001" and plan.attempt:  # the stale device's rank fails; torchrun stops the rest
+        return _ej0001_t(plan) + 0.5 if p.rank == q else _first_exit(plan, p.server)[1] + 0.9
+    if f == "lose-ei0005":  # the culprit stops reading its weights; the others fail at the first ops
+        return plan.t_init + 2.6 if p.rank == c else plan.t_first + 3.0
+    if f == "lose-init-store":
+        if p.rank == c:
+            return plan.t_init + 0.5
+        return plan.t_init + LATE_S + 0.5 if p.rank == q else plan.t_init + ct + 21.0
     if f == "lose-tls":
         if p.rank == c:
             return plan.t_first - 0.4
@@ -388,7 +455,7 @@ def _t_last_lose(plan: Plan, p: Proc) -> float:
             return _first_exit(plan, p.server)[1] + 0.9
     if FAULTS[f][0] == "operator_load":
         return plan.t_first + ct + 22.0
-    if f in ("lose-ei0002", "lose-spread"):
+    if f in ("lose-ei0002", "lose-spread", "lose-ej0001"):
         return plan.t_fault - 0.3 if p.rank == c else plan.t_fault + et + 3.0
     if f == "lose-heartbeat":
         cp = plan.procs[c] if c is not None else p
@@ -530,7 +597,7 @@ def tag_of(plan: Plan, op: str, ident: str | None = None) -> str:
 def launcher_banner(w: Writer) -> None:
     """torchrun's banner on each server's console; every rank's own first print."""
     p, plan = w.p, w.plan
-    if plan.spec.launcher == "torchrun" and p.local == 0:
+    if plan.spec.launcher == "torchrun" and p.local == 0 and plan.attempt == 0:
         head = f"W{w.clock.glog(0.0)} {p.pid - 31} torch/distributed/run.py:793] "
         w.screen(0.0, "\n".join(head + x for x in ("", "*" * 41, "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. ", "*" * 41)))
     vis = ",".join(str(d) for d in _visible_for(plan.spec, p.server))
@@ -818,7 +885,7 @@ def wait_targets(plan: Plan) -> dict[int, int]:
 
 
 def story(plan: Plan, p: Proc, clock: Clock) -> list[Line]:
-    rng = random.Random(plan.spec.seed * 1_000_003 + p.rank)  # noqa: S311
+    rng = random.Random(plan.spec.seed * 1_000_003 + p.rank + 7919 * plan.attempt)  # noqa: S311
     w = Writer(plan, p, clock)
     f, c = plan.spec.fault, plan.spec.culprit
     life_start(w, rng)
@@ -904,11 +971,11 @@ def _story_init_agent(w: Writer, rng: random.Random, tls: int) -> None:
     _init_wait_root(w, [c] if c is not None else [], t)
 
 
-def _stale_process(w: Writer, t: float) -> None:
-    """EJ0001: HCCP cannot start because another process holds this device; the init fails."""
+def _stale_process(w: Writer, t: float, holder: int = 1739021) -> None:
+    """EJ0001: HCCP cannot start because another process (holder) holds this device; the init fails."""
     p = w.p
     w.lines.append((t, "debug", f"[ERROR] TDT({p.pid},{PNAME}):{w.clock.plog(t)} [process_mode_manager.cpp:732][DeviceMsgProcess][tid:{p.pid}] [TsdClient] DeviceMsgProc  errcode[EJ0001]"))
-    w.hccp(t - 0.05, "ERROR", "rs.c:402", f"rs_init(402) : rs init failed, chip_id={p.phy} is occupied by pid 1739021, ret=-16", "ddev")  # unsourced wording
+    w.hccp(t - 0.05, "ERROR", "rs.c:402", f"rs_init(402) : rs init failed, chip_id={p.phy} is occupied by pid {holder}, ret=-16", "ddev")  # unsourced wording
     w.hccl(t + 0.01, "ERROR", "network_manager.cc:109", "call trace: hcclRet -> 7")
     _init_failed_ej(w, t + 0.02)
 
@@ -987,6 +1054,20 @@ def _story_ei0006(w: Writer, rng: random.Random, tls: int) -> None:
     _link_victim(w, peer, members, status, detect)
 
 
+def _op_checks(plan: Plan, mine: str, other: str) -> list[tuple[str, Any, Any]]:
+    """What HCCL's consistency check compares when the two ends of a link run different operators."""
+    def reduce_op(op: str) -> int:
+        return 0 if op in ("AllReduce", "ReduceScatter") else 255  # sum; 255: not a reduction
+    return [("tag", tag_of(plan, mine), tag_of(plan, other)), ("cmdType", TAG_OPS[mine], TAG_OPS[other]),
+            ("op", reduce_op(mine), reduce_op(other))]
+
+
+def cmd_check_lines(w: Writer, t: float, checks: list[tuple[str, Any, Any]]) -> None:
+    """EI0005 in the plog: `CMD information <what> check fail. local[a], remote[b]`, one per parameter."""
+    for i, (what, a, b) in enumerate(checks):
+        w.hccl(t + i * 2e-5, "ERROR", f"rank_consistentcy_checker.cc:{429 + 10 * min(i, 1)}", f"CMD information {what} check fail. local[{a}], remote[{b}]", stage="[InitChannelStage][ParameterConflict]", tid=w.p.tid2)
+
+
 def _story_ei0005(w: Writer, rng: random.Random, tls: int) -> None:
     plan, p, c = w.plan, w.p, w.plan.spec.culprit
     _init_ok(w, tls)
@@ -999,11 +1080,10 @@ def _story_ei0005(w: Writer, rng: random.Random, tls: int) -> None:
     w.hccl(plan.t_first, "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-Hccl{mine}: tag[{tag}], sendBuf[0x12c0c0013000], recvBuf[0x12c0c0413000], count[{8320 if p.rank == c else 16512}], dataType[float32], op[sum], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]", tid=p.tid2)
     if p.rank == c or p.rank in neighbours:
         other = "AllReduce" if p.rank == c else "AllGather"
-        checks = [("tag", tag_of(plan, mine), tag_of(plan, other)), ("cmdType", TAG_OPS[mine], TAG_OPS[other]), ("op", 255 if mine == "AllGather" else 0, 255 if other == "AllGather" else 0)]
+        checks = _op_checks(plan, mine, other)
         if plan.spec.cann == "5.1":  # the plogs-only bundle: a count mismatch on the same op
             checks = [("count", 8320 if p.rank == c else 16512, 16512 if p.rank == c else 8320)]
-        for i, (what, a, b) in enumerate(checks):
-            w.hccl(t + i * 2e-5, "ERROR", f"rank_consistentcy_checker.cc:{429 + 10 * min(i, 1)}", f"CMD information {what} check fail. local[{a}], remote[{b}]", stage="[InitChannelStage][ParameterConflict]", tid=p.tid2)
+        cmd_check_lines(w, t, checks)
         peer = (c + 1) % n if p.rank == c else c
         if plan.spec.fault != "lose-chain-end":
             w.hccl(t + 1e-4, "ERROR", "transport_manager.cc:886", f"Transport init error! createLink para:rank[{p.rank}]-localUserrank[{p.rank}]-localIpAddr[{plan.server_ips[p.server]}/{p.phy}], remoteRank[{peer}]-remoteUserrank[{peer}]-remoteIpAddr[{plan.server_ips[plan.procs[peer].server]}/{plan.procs[peer].phy}], machineType[1], linkMode[1], isUsedRdma[0], tag[{tag}]", stage="[InitChannelStage][Timeout]", tid=p.tid2)
@@ -1059,8 +1139,8 @@ def _story_exec(w: Writer, rng: random.Random, tls: int) -> None:
     if f == "late" and p.rank == c:
         peer = (c + 1) % n  # arrives last: its peers are gone
     hb = ""
-    stuck = f in ("heartbeat", "lose-ei0002")
-    if f in ("heartbeat", "heartbeat-lost", "lose-ei0002") and plan.cann.heartbeat:
+    stuck = f in ("heartbeat", "lose-ei0002", "lose-ej0001")
+    if f in ("heartbeat", "heartbeat-lost", "lose-ei0002", "lose-ej0001") and plan.cann.heartbeat:
         kind = "Stuck Occurred" if stuck else "Heartbeat Lost Occurred"
         disc = plan.procs[(c + 1) % n]
         t_arr = plan.t_fault + (plan.exec_timeout / 3 if stuck else 31.0)
@@ -1120,11 +1200,21 @@ def _torn_down(plan: Plan, server: int) -> list[Proc]:
     if f == "lose-cqe":
         killed = c if c is not None and plan.procs[c].server == server else q
         return [x for x in here if x.rank != killed]
+    if f == "lose-ej0001":  # every worker still running when the first one exited
+        first = _first_exit(plan, server)[0]
+        return [x for x in here if x.rank != first.rank]
     return []
 
 
+def _agent_pid(plan: Plan, server: int) -> int:
+    """The torchrun agent of this server (it forked the first attempt's workers)."""
+    first = plan.previous or plan
+    return first.procs[server * plan.spec.npus].pid - 31
+
+
 def torchrun_teardown(w: Writer) -> None:
-    """The torchrun agent's lines on its server's console (written once, by the first torn-down rank)."""
+    """The torchrun agent's lines on its server's console (written once, by the first torn-down rank):
+    it stops the other workers, then restarts them (a restart left) or gives up (ChildFailedError)."""
     plan, p = w.plan, w.p
     down = _torn_down(plan, p.server)
     if not down or p.rank != down[0].rank:
@@ -1135,13 +1225,18 @@ def torchrun_teardown(w: Writer) -> None:
     else:
         first, t_fail = _first_exit(plan, p.server)
         code = 1
-    apid = plan.procs[p.server * plan.spec.npus].pid - 31
+    apid = _agent_pid(plan, p.server)
     api = "torch/distributed/elastic/multiprocessing/api.py"
     t = t_fail + 0.3
     for i, x in enumerate(down):
         w.screen(t + i * 0.001, f"W{w.clock.glog(t + i * 0.001)} {apid} {api}:897] Sending process {x.pid} closing signal SIGTERM")
     t2 = t + 0.6
     w.screen(t2, f"E{w.clock.glog(t2)} {apid} {api}:869] failed (exitcode: {code}) local_rank: {first.local} (pid: {first.pid}) of binary: /usr/local/python3.9.2/bin/python3")
+    if plan.restart is not None:
+        agent_info(w, t2 + 0.4, "Worker group FAILED. 1/1 attempts left; will restart worker group", 942)
+        agent_info(w, t2 + 0.41, "Stopping worker group", 733)
+        agent_starts_workers(w, t2 + 0.9, plan.attempt + 1)
+        return
     why = f"Signal 9 (SIGKILL) received by PID {first.pid}" if code == -9 else "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
     block = [
         "Traceback (most recent call last):",
@@ -1167,6 +1262,36 @@ def torchrun_teardown(w: Writer) -> None:
     w.screen(t2 + 0.4, "\n".join(block))
 
 
+def agent_info(w: Writer, t: float, msg: str, line: int) -> None:
+    """An INFO line of torchrun's elastic agent (LOGLEVEL=INFO); file:line: hint only (torch 2.13)."""
+    apid = _agent_pid(w.plan, w.p.server)
+    w.screen(t, f"I{w.clock.glog(t)} {apid} torch/distributed/elastic/agent/server/api.py:{line}] [default] {msg}")
+
+
+def agent_starts_workers(w: Writer, t: float, restart_count: int) -> None:
+    """The agent's rendezvous and start of a worker group (its restart_count says which attempt)."""
+    plan, p = w.plan, w.p
+    local = [x for x in plan.procs if x.server == p.server]
+    n = plan.world
+    result = [
+        "Rendezvous complete for workers. Result:",
+        f"  restart_count={restart_count}",
+        f"  master_addr={plan.server_ips[0]}",
+        f"  master_port={MASTER_PORT}",
+        f"  group_rank={p.server}",
+        f"  group_world_size={plan.spec.servers}",
+        f"  local_ranks={[x.local for x in local]}",
+        f"  role_ranks={[x.rank for x in local]}",
+        f"  global_ranks={[x.rank for x in local]}",
+        f"  role_world_sizes={[n] * len(local)}",
+        f"  global_world_sizes={[n] * len(local)}",
+        "",
+    ]
+    agent_info(w, t, "Rendezvous'ing worker group", 707)
+    agent_info(w, t + 0.3, "\n".join(result), 553)
+    agent_info(w, t + 0.31, "Starting worker group", 715)
+
+
 def _story_lose_init_root(w: Writer, rng: random.Random, tls: int) -> None:
     """The root advertises its docker0 address: its own server's agents reach it, the others cannot."""
     plan, p = w.plan, w.p
@@ -1178,10 +1303,7 @@ def _story_lose_init_root(w: Writer, rng: random.Random, tls: int) -> None:
     t = plan.t_init + plan.connect_timeout + 20.0
     far = [x.rank for x in plan.procs if x.server != plan.procs[0].server]
     if p.rank in far:  # its agent cannot reach the advertised address
-        ta = t + 0.4 + p.jitter
-        w.hccl(ta, "ERROR", "topoinfo_exchange_agent.cc:190", f"[RanktableDetect]topo exchange agent get socket timeout! timeout[{plan.connect_timeout}]", stage="[InitGroupStage]")
-        w.hccl(ta + 1e-4, "ERROR", "topoinfo_exchange_agent.cc:41", f"[TopoInfoExchangeAgent][Setup]TopoExchangeAgent: connect server[{DOCKER_IP} : {ROOT_PORT}] failed")
-        _init_failed(w, ta + 0.001, 7)
+        _agent_cannot_reach_root(w, t + 0.4 + p.jitter, DOCKER_IP)
         return
     _init_wait_root(w, far, t)
 
@@ -1195,9 +1317,13 @@ def _story_lose_init_agent(w: Writer, rng: random.Random, tls: int) -> None:
         _stale_process(w, plan.t_init + 0.3)
         return
     device_start(w, tls)
-    ta = plan.t_init + plan.connect_timeout + 20.4 + p.rank * 1e-4 + p.jitter
-    w.hccl(ta, "ERROR", "topoinfo_exchange_agent.cc:190", f"[RanktableDetect]topo exchange agent get socket timeout! timeout[{plan.connect_timeout}]", stage="[InitGroupStage]")
-    w.hccl(ta + 1e-4, "ERROR", "topoinfo_exchange_agent.cc:41", f"[TopoInfoExchangeAgent][Setup]TopoExchangeAgent: connect server[{plan.server_ips[0]} : {ROOT_PORT}] failed")
+    _agent_cannot_reach_root(w, plan.t_init + plan.connect_timeout + 20.4 + p.rank * 1e-4 + p.jitter, plan.server_ips[0])
+
+
+def _agent_cannot_reach_root(w: Writer, ta: float, root_ip: str) -> None:
+    """An agent of the root-info negotiation that could not connect to the root before its timeout."""
+    w.hccl(ta, "ERROR", "topoinfo_exchange_agent.cc:190", f"[RanktableDetect]topo exchange agent get socket timeout! timeout[{w.plan.connect_timeout}]", stage="[InitGroupStage]")
+    w.hccl(ta + 1e-4, "ERROR", "topoinfo_exchange_agent.cc:41", f"[TopoInfoExchangeAgent][Setup]TopoExchangeAgent: connect server[{root_ip} : {ROOT_PORT}] failed")
     _init_failed(w, ta + 0.001, 7)
 
 
@@ -1276,6 +1402,109 @@ def _story_lose_cqe(w: Writer, rng: random.Random, tls: int) -> None:
     torchrun_teardown(w)
 
 
+def _story_lose_ej0001(w: Writer, rng: random.Random, tls: int) -> None:
+    """torchrun --max-restarts=1, LOGLEVEL=INFO. Attempt 0: the culprit's host process is stuck
+    mid-training; the heartbeat names its device (STUCK) and the others time out with EI0002; the
+    agent stops the workers and starts them again. Attempt 1: the device of the peer is still held
+    by its attempt-0 process, so HCCP cannot start there (EJ0001) and the restarted job fails."""
+    plan, p, q = w.plan, w.p, w.plan.spec.peer
+    assert q is not None
+    if plan.attempt == 0:
+        if p.local == 0:
+            agent_info(w, 0.05, "starting workers for entrypoint: python", 912)
+            agent_starts_workers(w, 0.06, 0)
+        _story_exec(w, rng, tls)
+        torchrun_teardown(w)
+        return
+    env_lines(w)
+    init_entry(w)
+    if p.rank == q:
+        assert plan.previous is not None
+        _stale_process(w, _ej0001_t(plan), holder=plan.previous.procs[q].pid)
+        return
+    device_start(w, tls)
+    torchrun_teardown(w)  # the others wait in the negotiation until the agent stops them
+
+
+def _partners(plan: Plan, r: int) -> list[int]:
+    """The ranks r builds links with in a hierarchical algorithm: its server mates (level 0, mesh) and
+    the ranks of its local index on the other servers (level 1)."""
+    me = plan.procs[r]
+    return [x.rank for x in plan.procs if x.rank != r and (x.server == me.server or x.local == me.local)]
+
+
+def _moved_on_t(plan: Plan, p: Proc) -> float:
+    """lose-ei0005: when a rank that built all its broadcast links enters the first all-reduce."""
+    return plan.t_first + 1.6 + p.rank * 0.002 + p.jitter
+
+
+def _story_lose_ei0005(w: Writer, rng: random.Random, tls: int) -> None:
+    """The culprit never reaches DDP's broadcast of the weights (stuck reading them from a hung
+    mount). Its link partners wait for it inside the broadcast's link setup; the other ranks build
+    all their broadcast links (none with the culprit), go on to the first gradient all-reduce, and
+    meet the waiting partners there: each such pair fails HCCL's consistency check (EI0005)."""
+    plan, p, c = w.plan, w.p, w.plan.spec.culprit
+    assert c is not None
+    _init_ok(w, tls)
+    t_load = plan.t_init + 2.2 + p.local * 0.013
+    w.screen(t_load, f"[rank{p.rank}] loading pretrained weights from /mnt/sfs_turbo/models/llama2-7b-hf ...")
+    if p.rank == c:  # blocked in read() on the hung mount: no line after its last allocation
+        w.mod(t_load + 0.31, "INFO", "DRV", "dev_mem.c:298", f"halMemAlloc: devid={p.local}, size=33554432, type=2")
+        return
+    w.screen(t_load + 3.1 + p.jitter, f"[rank{p.rank}] loaded 291 tensors (13.48 GB) in {3.1 + p.jitter:.1f} s")
+    waiting = set(_partners(plan, c))
+    count = f"count[65536000], dataType[float32], root[0], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]"
+    t_bc = plan.t_first + p.local * 0.0011 + p.jitter * 0.1
+    w.hccl(t_bc, "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-HcclBroadcast: tag[{tag_of(plan, 'Broadcast')}], buf[0x12c0c0013000], {count}", tid=p.tid2)  # unsourced: the Broadcast entry's fields
+    if p.rank in waiting:  # still in the broadcast's link setup, waiting for the culprit
+        mine, other = "Broadcast", "AllReduce"
+        pairs = sorted((_moved_on_t(plan, plan.procs[r]) + 0.05 + p.jitter * 0.01, r)
+                       for r in _partners(plan, p.rank) if r not in waiting and r != c)
+    else:  # moved on: its first gradient all-reduce meets the ranks that still wait
+        mine, other = "AllReduce", "Broadcast"
+        t_ar = _moved_on_t(plan, p)
+        w.hccl(t_ar, "INFO", "hccl_opbase_atrace_info.cc:56", f"Entry-HcclAllReduce: tag[{tag_of(plan, 'AllReduce')}], sendBuf[0x12c0c0013000], recvBuf[0x12c0c0413000], count[16512], dataType[float32], op[sum], localRank[{p.rank}], streamId[2],comm[0xfffe380078d0], deviceLogicId[{p.local}]", tid=p.tid2)
+        pairs = [(t_ar + 0.05 + i * 1e-4, r) for i, r in enumerate(x for x in _partners(plan, p.rank) if x in waiting)]
+    for t, _ in pairs:
+        cmd_check_lines(w, t, _op_checks(plan, mine, other))
+    t, peer = pairs[-1][0] + 1e-3, plan.procs[pairs[0][1]]
+    tag = tag_of(plan, mine)
+    w.hccl(t, "ERROR", "transport_manager.cc:886", f"Transport init error! createLink para:rank[{p.rank}]-localUserrank[{p.rank}]-localIpAddr[{plan.server_ips[p.server]}/{p.phy}], remoteRank[{peer.rank}]-remoteUserrank[{peer.rank}]-remoteIpAddr[{plan.server_ips[peer.server]}/{peer.phy}], machineType[1], linkMode[1], isUsedRdma[{int(peer.server != p.server)}], tag[{tag}]", tid=p.tid2)
+    w.hccl(t + 1e-4, "ERROR", "hccl_communicator_host.cc:6370", f"[AllocAlgResource]Alloc transports failed, tag[{tag}]")
+    if mine == "Broadcast":  # unsourced: torch_npu's broadcast call as DDP's weight sync makes it
+        where, call = "157, in build_model", "broadcast:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:3885 HCCL function error: HcclBroadcast(inputTensors[0].data_ptr(), numel, hcclType, root, comm, stream.stream(false)), error code is 4"
+    else:
+        where, call = "298, in train_step", "allreduce:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:3760 HCCL function error: HcclAllReduce(inputDataPtr, outputDataPtr, numel, hcclType, hcclReduceOp, comm, stream.stream(false)), error code is 4"
+    text = f"The arguments for collective communication are inconsistent between ranks: tag [{tag}], parameter [cmdType], local [{TAG_OPS[mine]}], remote [{TAG_OPS[other]}]"
+    w.screen(t + 0.5, f"{traceback(w, where, f'RuntimeError: {call}')}\n{npu_footer(w, t + 0.5)}\n{code_prefix(w, 'EI0005', t + 0.5)}{text}")
+
+
+def _story_lose_init_store(w: Writer, rng: random.Random, tls: int) -> None:
+    """Shell launcher: rank 0's process hosts the c10d store (MASTER_ADDR:MASTER_PORT) and is the HCCL
+    root. A stale process holds its device: HCCP fails (EJ0001) and rank 0 exits just after it
+    published the root info. The agents had fetched it and time out connecting to the root; the peer,
+    late to its first collective, asks the store for it after rank 0 has gone."""
+    plan, p, c, q = w.plan, w.p, w.plan.spec.culprit, w.plan.spec.peer
+    shard = f"[rank{p.rank}] sample index of shard {p.rank:03d}: "
+    if p.rank == q:  # connected to the store at init_process_group, then rebuilt its index cache
+        t = plan.t_init + LATE_S
+        w.screen(p.t_start + 4.0, shard + f"cache miss, building /cache/idx/shard_{p.rank:03d}.npy ...")
+        w.screen(t - 0.4, shard + f"built in {t - 0.4 - p.t_start - 4.0:.1f} s")
+        msg = (f"[{p.rank}] is setting up HCCL communicator and retrieving hcclUniqueId from [0] via c10d key-value store by key '0', "
+               "but store->get('0') got error: Connection reset by peer. This may indicate a possible application crash on rank 0 or a network set up issue.")
+        tb = traceback(w, "88, in initialize_distributed", f"torch.distributed.DistBackendError: {msg}")  # unsourced: the exception class
+        w.screen(t, f"{tb}\n{npu_footer(w, t, 'ERR02005 DIST internal error')}")
+        return
+    w.screen(p.t_start + 4.0, shard + "cache hit (0.3 s)")
+    env_lines(w)
+    init_entry(w)
+    if p.rank == c:
+        _stale_process(w, plan.t_init + 0.3)
+        return
+    device_start(w, tls)
+    _agent_cannot_reach_root(w, plan.t_init + plan.connect_timeout + 20.4 + p.rank * 1e-4 + p.jitter, plan.server_ips[0])
+
+
 FAULT_STORIES: dict[str, Callable[[Writer, random.Random, int], None]] = {
     "none": _story_none,
     "init-missing": _story_init_missing,
@@ -1302,6 +1531,9 @@ FAULT_STORIES: dict[str, Callable[[Writer, random.Random, int], None]] = {
     "lose-heartbeat": _story_lose_heartbeat,
     "lose-cqe": _story_lose_cqe,
     "lose-spread": _story_exec,
+    "lose-ej0001": _story_lose_ej0001,
+    "lose-ei0005": _story_lose_ei0005,
+    "lose-init-store": _story_lose_init_store,
 }
 
 
@@ -1347,23 +1579,27 @@ def screen_path(plan: Plan, p: Proc) -> str:
 def _has_stream(plan: Plan, p: Proc, stream: str) -> bool:
     """Whether the plan gives this pid lines in that stream (so plan() knows the files)."""
     f, culprit = plan.spec.fault, p.rank == plan.spec.culprit
+    if f == "lose-init-store" and p.rank == plan.spec.peer:
+        return False  # its store call failed before HCCL started at all
+    if f == "lose-ej0001" and plan.attempt:  # the restart: HCCP cannot start on the stale device
+        return not (p.rank == plan.spec.peer and stream == "rdev")
     if stream == "run":  # HCCL_ENV lines: every pid that reached communicator creation
         return not (culprit and f == "init-missing")
     if culprit and f in ("init-missing", "init-ranktable"):
         return False  # never started HCCP on its device
-    return not (culprit and f in ("ej0001", "lose-init-agent") and stream == "rdev")
+    return not (culprit and f in ("ej0001", "lose-init-agent", "lose-init-store") and stream == "rdev")
 
 
 def files_of(plan: Plan) -> list[str]:
     files: set[str] = set()
-    for p in plan.procs:
+    for pl, p in attempt_procs(plan):
         if plan.spec.layout != "screen":
-            files.update(plog_files(plan, p))
+            files.update(plog_files(pl, p))
             for stream in ("run", "ddev", "rdev"):
-                if _has_stream(plan, p, stream):
-                    files.add(stream_path(plan, p, stream))
-        if plan.spec.layout != "plogs" and _has_screen(plan, p):
-            files.add(screen_path(plan, p))
+                if _has_stream(pl, p, stream):
+                    files.add(stream_path(pl, p, stream))
+        if plan.spec.layout != "plogs" and _has_screen(pl, p):
+            files.add(screen_path(pl, p))
     if plan.spec.rank_table and plan.spec.layout != "screen":
         files.add("rank_table.json")
     return sorted(files)
@@ -1390,21 +1626,21 @@ def render(plan: Plan) -> dict[str, str]:
     """relative path -> file text, for the whole bundle."""
     out: dict[str, list[tuple[float, int, str]]] = {}
     seq = 0
-    for p in plan.procs:
-        lines = story(plan, p, _clock(plan, p))
-        windows = plog_files(plan, p)
+    for pl, p in attempt_procs(plan):
+        lines = story(pl, p, _clock(pl, p))
+        windows = plog_files(pl, p)
         for t, stream, text in lines:
             seq += 1
             if stream == "screen":
                 if plan.spec.layout == "plogs":
                     continue
-                path = screen_path(plan, p)
+                path = screen_path(pl, p)
             elif plan.spec.layout == "screen":
                 continue
             elif stream == "debug":
                 path = next(k for k, (a, b) in windows.items() if a - 1e-9 <= t < b)
             else:
-                path = stream_path(plan, p, stream)
+                path = stream_path(pl, p, stream)
             out.setdefault(path, []).append((t, seq, text))
     texts = {k: "".join(x[2] + "\n" for x in sorted(v)) for k, v in out.items()}
     for path in files_of(plan):
@@ -1461,6 +1697,7 @@ def _truth(plan: Plan, files: list[str]) -> Truth:
         files=files,
         loser_branch=LOSERS.get(s.fault, ""),
         loser_culprit_ranks=_loser_ranks(plan),
+        restart_pids={p.rank: p.pid for p in plan.restart.procs} if plan.restart else {},
     )
 
 
@@ -1472,6 +1709,10 @@ def _loser_ranks(plan: Plan) -> list[int]:
         return [p.rank for p in plan.procs if p.server != plan.procs[0].server]
     if f == "lose-init-agent":
         return [r for r in range(n) if r != c]
+    if f in ("lose-ej0001", "lose-init-store"):  # the stale device's rank; the late rank's store error
+        return [q]
+    if f == "lose-ei0005":  # the odd operator out: the ranks that had moved on to the all-reduce
+        return [r for r in range(n) if r != c and r not in _partners(plan, c)]
     if f in ("lose-ei0006", "lose-tls", "lose-heartbeat"):
         return [q]
     if f == "lose-chain-end":  # the EI0006 chains end at the neighbours, which waited on nobody
@@ -1523,8 +1764,11 @@ def generate(spec: Spec, out_dir: str | Path) -> Truth:
 
 
 def truth_dict(truth: Truth) -> dict[str, Any]:
-    """The truth as plain data; the loser keys follow `branch`, and only lose-* stories have them."""
+    """The truth as plain data; the loser keys follow `branch`, and only lose-* stories have them;
+    `restart_pids` only where torchrun restarted the workers."""
     d = asdict(truth)
+    if not d["restart_pids"]:
+        del d["restart_pids"]
     loser = {k: d.pop(k) for k in ("loser_branch", "loser_culprit_ranks")}
     if not loser["loser_branch"]:
         return d

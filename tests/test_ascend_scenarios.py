@@ -42,11 +42,14 @@ WINNERS = {
     "ascend-lose-chain-end-rank3": "parameter-mismatch",  # beats the wait chain
     "ascend-lose-cqe-rank4": "named-by-tool",  # the heartbeat (LOST) beats the CQE endpoint count
     "ascend-lose-cycle-rank3": "tls-mismatch",  # beats the cycle of waits
+    "ascend-lose-ei0005-rank5": "silent-rank",  # the one rank with no error beats the odd operator out
     "ascend-lose-ei0002-rank2": "named-by-tool",  # the heartbeat beats the silent rank
     "ascend-lose-ei0006-rank5": "tls-mismatch",  # beats the silent rank
+    "ascend-lose-ej0001-rank3": "named-by-tool",  # the first attempt's heartbeat beats the restart's EJ0001
     "ascend-lose-heartbeat-rank5": "cqe-endpoint",  # the CQEs came first: beats the heartbeat
     "ascend-lose-init-agent-rank0": "first-failure",  # EJ0001 beats the agent's failed connect
     "ascend-lose-init-root-rank0": "unreachable-root",  # beats the root's list of missing ranks
+    "ascend-lose-init-store-rank0": "first-failure",  # EJ0001 on the root beats a late rank's store error
     "ascend-lose-spread-rank1": "wait-chain",  # the silent end beats the last to time out
     "ascend-lose-tls-rank6": "wait-chain",  # beats a TLS difference outside the failing group
 }

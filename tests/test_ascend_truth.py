@@ -57,7 +57,10 @@ class Bundle:
         self.logs = self.root / "logs"
         self.truth: dict[str, Any] = yaml.safe_load((self.root / "truth.yaml").read_text(encoding="utf-8"))["truth"]
         self.ranks = {r["rank"]: r for r in self.truth["ranks"]}
-        self.by_pid = {r["pid"]: r for r in self.truth["ranks"]}
+        # a rank's processes: one, or one per attempt where torchrun restarted the workers
+        restarted = self.truth.get("restart_pids", {})
+        self.pids = {r: {me["pid"]} | ({restarted[r]} if r in restarted else set()) for r, me in self.ranks.items()}
+        self.by_pid = {pid: self.ranks[r] for r, pids in self.pids.items() for pid in pids}
         self.files = {p.relative_to(self.logs).as_posix(): p.read_text(encoding="utf-8") for p in sorted(self.logs.rglob("*")) if p.is_file()}
 
     def pid_files(self, pid: int) -> dict[str, str]:
@@ -65,8 +68,8 @@ class Bundle:
 
     def screen_lines(self, rank: int) -> list[str]:
         """Screen lines this rank printed: [rankN]: prefixes, footers, [PID: n] codes, its own file."""
-        pid = self.ranks[rank]["pid"]
-        marks = (f"[rank{rank}]", f"(PID:{pid},", f"[PID: {pid}]", f"[Rank {rank}]")
+        pids = sorted(self.pids[rank])
+        marks = (f"[rank{rank}]", *(f"(PID:{pid}," for pid in pids), *(f"[PID: {pid}]" for pid in pids), f"[Rank {rank}]")
         out: list[str] = []
         for path, text in self.files.items():
             if not path.startswith("train"):
@@ -83,8 +86,8 @@ class Bundle:
         return out
 
     def text(self, rank: int) -> str:
-        pid = self.ranks[rank]["pid"]
-        return "\n".join([*self.pid_files(pid).values(), *self.screen_lines(rank)])
+        files = [t for pid in sorted(self.pids[rank]) for t in self.pid_files(pid).values()]
+        return "\n".join([*files, *self.screen_lines(rank)])
 
     def global_rank(self, ident: str, group_rank: int) -> int:
         return int(self.truth["groups"][ident][group_rank])
@@ -169,12 +172,12 @@ def test_key_info_agrees_with_the_truth(bundle: Bundle) -> None:
     for text in (t for p, t in bundle.files.items() if p.startswith("train")):
         for f in FOOTER.finditer(text):
             pid, dev, rank = (int(x) for x in f.groups())
-            assert bundle.ranks[rank]["pid"] == pid and bundle.ranks[rank]["logical"] == dev, f.group(0)
+            assert pid in bundle.pids[rank] and bundle.ranks[rank]["logical"] == dev, f.group(0)
             claims.setdefault(rank, set()).add(pid)
     for rank, pids in claims.items():
-        assert pids == {bundle.ranks[rank]["pid"]}, f"rank {rank} claimed by pids {pids}"
+        assert pids <= bundle.pids[rank], f"rank {rank} claimed by pids {pids}"
     for rank in bundle.truth["culprit_ranks"]:
-        assert claims.get(rank, {bundle.ranks[rank]["pid"]}) == {bundle.ranks[rank]["pid"]}
+        assert claims.get(rank, set()) <= bundle.pids[rank]
 
 
 def test_rank_table_matches_the_truth(bundle: Bundle) -> None:
@@ -537,6 +540,83 @@ def lose_spread(b: Bundle, c: int, losers: list[int]) -> None:
     assert [max(times, key=lambda r: (times[r], r))] == losers or times[losers[0]] == max(times.values())
 
 
+def _when(stamp: str) -> int:
+    """Epoch seconds of a plog/footer stamp (yyyy-mm-dd-hh:mm:ss, any fraction dropped)."""
+    import calendar
+    import time as _time
+
+    return calendar.timegm(_time.strptime(stamp[:19], "%Y-%m-%d-%H:%M:%S"))
+
+
+def _footer_time(b: Bundle, r: int, err: str) -> int:
+    """When rank r's torch_npu footer with this ERR code was printed."""
+    m = re.search(rf"\[ERROR\] (\S+) \(PID:\d+, Device:\d+, RankID:{r}\) {err}", b.text(r))
+    assert m, f"rank {r}: no {err} footer"
+    return _when(m.group(1))
+
+
+def lose_ej0001(b: Bundle, c: int, losers: list[int]) -> None:
+    (q,) = losers
+    screens = _screens(b)
+    # attempt 0: the heartbeat names the culprit's device (STUCK); the culprit alone has no EI0002
+    assert [r for r in b.ranks if EI0002 not in b.text(r)] == [c]
+    for v in b.truth["victims"]:
+        assert f"Cluster Exception Location[IP/ID]:[{_device(b, c)}]" in b.text(v) and "Stuck Occurred" in b.text(v), v
+    # torchrun restarted the workers; the loser's EJ0001 is the second attempt's, and its device was
+    # held by the loser's own first-attempt process, which torchrun had just SIGTERMed
+    restart_at = screens.index("Worker group FAILED. 1/1 attempts left; will restart worker group")
+    assert "restart_count=1" in screens[restart_at:] and screens.index("EJ0001: ") > restart_at
+    assert f"Sending process {b.ranks[q]['pid']} closing signal SIGTERM" in screens[:restart_at]
+    assert f"is occupied by pid {b.ranks[q]['pid']}" in b.text(q)
+    assert f"(PID:{b.truth['restart_pids'][q]}, Device:{b.ranks[q]['logical']}, RankID:{q}) ERR02200" in screens
+    assert [r for r in b.ranks if "EJ0001" in b.text(r)] == [q]
+    assert f"rank      : {q} (local_rank: " in screens  # torchrun's final root cause names the loser too
+    assert _footer_time(b, q, "ERR02200") > max(_footer_time(b, v, "ERR00100") for v in b.truth["victims"])
+
+
+def lose_ei0005(b: Bundle, c: int, losers: list[int]) -> None:
+    reporters = sorted(r for r in b.ranks if "CMD information" in b.text(r))
+    assert reporters == sorted(set(b.ranks) - {c})
+    own = {r: set(re.findall(r"CMD information tag check fail\. local\[([A-Za-z]+)_", b.text(r))) for r in reporters}
+    assert all(len(v) == 1 for v in own.values()), own
+    votes = Counter(next(iter(v)) for v in own.values())
+    odd = min(votes, key=lambda k: votes[k])
+    assert len(votes) == 2 and votes[odd] < len(reporters) / 2, votes
+    assert sorted(r for r in reporters if own[r] == {odd}) == losers  # the odd operator out: the loser's pick
+    # the culprit never entered the first collective and logged no error; every other rank entered the
+    # broadcast, and the losers had moved on from it to the all-reduce
+    assert not re.search(r"Entry-Hccl(Broadcast|AllReduce)", b.text(c)) and "[ERROR]" not in b.text(c)
+    assert "loading pretrained weights" in b.text(c) and "loaded 291 tensors" not in b.text(c)
+    for r in reporters:
+        t = b.text(r)
+        assert "Entry-HcclBroadcast" in t and ("Entry-HcclAllReduce" in t) == (r in losers), r
+        assert r in losers or t.index("Entry-HcclBroadcast") < t.index("CMD information"), r
+    # the ranks still in the broadcast are exactly the culprit's link partners (server mates, same local index)
+    me = b.ranks[c]
+    partners = {r for r, x in b.ranks.items() if r != c and (x["server"] == me["server"] or x["logical"] == me["logical"])}
+    assert set(reporters) - set(losers) == partners
+
+
+def lose_init_store(b: Bundle, c: int, losers: list[int]) -> None:
+    (q,) = losers
+    assert "EJ0001" in b.text(c) and "Failed to initialize the HCCP process" in b.text(c)
+    # the loser is the one rank whose error is its own store call's; it never started HCCL
+    assert [r for r in b.ranks if "store->get('0') got error" in b.text(r)] == [q]
+    assert "ERR02005 DIST internal error" in b.text(q) and "HCCL(" not in b.text(q)
+    # the store lived in rank 0's process, which had exited before the loser asked it; the others had
+    # fetched the root info and timed out connecting to the root
+    ej, asked = _footer_time(b, c, "ERR02200"), _footer_time(b, q, "ERR02005")
+    assert ej < asked
+    others = [r for r in b.ranks if r not in (c, q)]
+    for r in others:
+        assert f"TopoExchangeAgent: connect server[{b.ranks[c]['host_ip']} : 60000] failed" in b.text(r), r
+    # late, but inside the negotiation window the root would have waited (HCCL_CONNECT_TIMEOUT)
+    entered = min(_when(m) for r in others for m in re.findall(r"\):(\S+) \[op_base\.cc:1293\]", b.text(r)))
+    timeout = int(re.search(r"HCCL_CONNECT_TIMEOUT set [a-z ]+ to \[(\d+)\]s", b.text(c)).group(1))  # type: ignore[union-attr]
+    assert entered < asked < entered + timeout
+    assert not any("DisplayConnectionedRank" in t for t in b.files.values())
+
+
 LOSE_CHECKS: dict[str, Callable[[Bundle, int, list[int]], None]] = {
     "lose-init-root": lose_init_root,
     "lose-init-agent": lose_init_agent,
@@ -548,6 +628,9 @@ LOSE_CHECKS: dict[str, Callable[[Bundle, int, list[int]], None]] = {
     "lose-heartbeat": lose_heartbeat,
     "lose-cqe": lose_cqe,
     "lose-spread": lose_spread,
+    "lose-ej0001": lose_ej0001,
+    "lose-ei0005": lose_ei0005,
+    "lose-init-store": lose_init_store,
 }
 
 
@@ -592,3 +675,10 @@ def test_checks_can_fail() -> None:
         lose_ei0006(lose, 5, [1])
     with pytest.raises(AssertionError):
         lose_ei0006(lose, 0, [0])
+    for name, check, culprit, losers in (
+        ("ascend-lose-ej0001-rank3", lose_ej0001, 3, [5]),  # the first-attempt exiter, not the stale device
+        ("ascend-lose-ei0005-rank5", lose_ei0005, 5, [1, 4, 6, 7]),  # the majority operator
+        ("ascend-lose-init-store-rank0", lose_init_store, 6, [0]),  # culprit and loser swapped
+    ):
+        with pytest.raises(AssertionError):
+            check(Bundle(name), culprit, losers)

@@ -87,8 +87,9 @@ class Rule:
 
     def render(self, fields: dict[str, str]) -> str:
         try:
-            # A parenthesised detail the line did not give is left out, not shown as `(?)`.
-            return self.message.format_map(_Blank(fields)).replace(" (?)", "")
+            # A detail the line did not give is left out, not shown as `(?)` or a trailing `: ?`.
+            text = self.message.format_map(_Blank(fields)).replace(" (?)", "")
+            return text[:-3] if text.endswith(": ?") else text
         except (ValueError, IndexError):
             return self.message
 

@@ -60,8 +60,8 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     named: dict[int, list[Event]] = defaultdict(list)
     hosts: dict[str, list[Event]] = defaultdict(list)
     for event in ctx.job.events:
-        if event.kind is not Kind.CULPRIT_NAMED:
-            continue
+        if event.kind is not Kind.CULPRIT_NAMED or "snapshot" in event.fields:
+            continue  # RAS snapshots are weighed together (diagnose/ras.py)
         if _mutual_pair(ctx, event) is not None:
             continue  # both ends waited on each other: the link between them (device_link)
         ranks = parse_ranks(event.fields.get("culprit_ranks", ""))
@@ -769,6 +769,15 @@ def parameter_mismatch(ctx: Context) -> Hypothesis | None:
                 f"{'s' if len(odd) > 1 else ''} {fmt_ranks(odd)} had "
                 f"{', '.join(sorted({by_rank[r] for r in odd}))}, the other {len(by_rank) - len(odd)} "
                 f"reporting ranks {common}. The ranks that reported the mismatch only detected it.")
+            if parameter in ("tag", "cmdType", "op") and (silent := _silent_besides(ctx, by_rank)):
+                # Different operations meet where ranks are at different places in the program: the
+                # ones ahead finished the step before, the others are held back, and a rank that
+                # logged nothing at all is what holds them.
+                score = 0.6
+                reasoning += (f" But they differ in which operation they ran, and rank"
+                              f"{'s' if len(silent) > 1 else ''} {fmt_ranks(silent)} logged nothing: "
+                              "the ranks met at different points of the program, so the mismatch may "
+                              "follow from what held the others back.")
         else:
             odd = sorted(by_rank)
             culprits = [_rank_culprit(ctx, r, f"has {parameter} {by_rank[r]}; its peers disagree", evidence[r])
@@ -780,6 +789,12 @@ def parameter_mismatch(ctx: Context) -> Hypothesis | None:
         return Hypothesis(name="parameter-mismatch", score=score, category=Category.COLLECTIVE_MISMATCH,
                           phase=ctx.phase(odd, events), culprits=culprits, reasoning=reasoning)
     return None
+
+
+def _silent_besides(ctx: Context, reporting: dict[int, str]) -> list[int]:
+    """Ranks with a log but no failure and no wait of their own, among those that did not report."""
+    return sorted(r for r, f in ctx.facts.items() if f.state.has_log and not f.known_failures
+                  and not f.reported_wait and r not in reporting)
 
 
 def tls_mismatch(ctx: Context) -> Hypothesis | None:
