@@ -756,7 +756,7 @@ def link_timeout_block(w: Writer, t: float, peer: int, members: list[int], tag: 
     role = 0 if g < gq else 1
     who = "server" if role == 0 else "client"
     tid = p.tid2
-    w.hccl(t, "ERROR", "hccl_socket_manager.cc:797", f"[Wait][LinkEstablish]wait socket establish timeout, role[{role}] rank[{gq}] timeout[{plan.connect_timeout} s]", tid=tid)
+    w.hccl(t, "ERROR", "hccl_socket_manager.cc:797", f"[Wait][LinkEstablish]wait socket establish timeout, role[{role}] rank[{g}] timeout[{plan.connect_timeout} s]", tid=tid)
     w.hccl(t + 0.00005, "ERROR", "hccl_socket_manager.cc:861", "[Wait][LinksEstablishCompleted] is failed. ret[9].", tid=tid)
     rows = [
         (623, "   _________________________LINK_ERROR_INFO___________________________"),
