@@ -19,6 +19,9 @@ _LOCAL = regex.compile(r"(?:^|[/_.-])local[_-]?rank[_-]?0*(?P<local>\d+)(?=[._/-
 _SLURM_TASK = regex.compile(r"(?:^|[/_.-])(?:task|proc)[_-]?0*(?P<task>\d+)(?=[._-]|$)", regex.I)
 _SLURM_JOB_TASK = regex.compile(r"-(?P<job>\d{2,})-(?P<task>\d+)\.(?:out|err|log)$")
 _NCCL_FILE = regex.compile(r"(?:^|/)nccl[._-](?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d+)(?:\.log)?$")
+# MindSpore's msrun: `<log_dir>/msrun_log/worker_<rank>.log` (and scheduler.log), one file per rank. The
+# underscore tells it from a host's file: host names (Kubernetes pods `job-worker-3`) cannot hold one.
+_MSRUN = regex.compile(r"(?:^|/)worker_(?P<rank>\d+)\.log$")
 _PLOG = regex.compile(r"(?:^|/)(?:plog|device)-(?P<pid>\d+)_\d+\.log$")
 # CANN's device-side logs sent to the host: `debug/device-<devId>/device-<pid>_<ts>.log`.
 _DEVICE_DIR = regex.compile(r"(?:^|/)device-(?P<device>\d{1,3})/device-\d+_\d+\.log$")
@@ -47,7 +50,10 @@ def identity_from_path(name: str) -> Identity:
     if m := _LOCAL.search(near):
         identity.local_rank = int(m["local"])
         learnt["local_rank"] = "file name"
-    if m := _last(_RANK, near):
+    if m := _MSRUN.search(path):
+        identity.rank = int(m["rank"])
+        learnt["rank"] = "msrun worker_<rank>.log name"
+    elif m := _last(_RANK, near):
         identity.rank = int(m["rank"])
         learnt["rank"] = "file name"
     elif m := _SLURM_JOB_TASK.search(near) or _last(_SLURM_TASK, near):
@@ -70,7 +76,7 @@ def identity_from_path(name: str) -> Identity:
     elif identity.host is None and folder:
         identity.host = folder
         learnt["host"] = "folder holding a CANN log tree"
-    if identity.host is None:
+    if identity.host is None and not _MSRUN.search(path):
         parts = path.split("/")
         if m := _HOST_FILE.match(parts[-1]):
             identity.host = m["name"]

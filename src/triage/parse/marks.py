@@ -79,10 +79,14 @@ _C10 = regex.compile(
     r"|^(?P<sev>[FEWIV])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*)")
 _PG_PREFIX_RE = r"(?:\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*)?"
 _PG_PREFIX = regex.compile(r"^\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*")
+# CANN `[ERROR] HCCL(pid,name):ts [file:line][tid]msg`; MindSpore's glog envelope `[ERROR] DEVICE(pid,tid,python):ts
+# [mindspore/…/file.cc:line] Function] msg` and its Python logger's `[ERROR] ME(pid:thread,MainProcess):ts
+# [mindspore/…/file.py:line] msg` (formats.md §5.2, §5.10): the MindSpore function name is envelope too.
 _CANN = regex.compile(
-    r"^\[(?P<level>[A-Z]+)\]\s?(?P<module>[A-Z][A-Z0-9_]*)\(\d+,[^)]*\):\s?"
-    r"\d{4}-\d\d-\d\d[-\s]\d\d:\d\d:\d\d(?:\.\d+)*\s?(?:\[[^\]\s]*:\d+\])?\s?"
-    r"(?:\[(?:tid:)?\d+\]|tid:\d+,|\d+ (?=\S))?\s?(?P<msg>.*)")
+    r"^\[(?P<level>[A-Z]+)\]\s?(?P<module>[A-Z][A-Z0-9_]*)\(\d+[,:][^)]*\):\s?"
+    r"\d{4}-\d\d-\d\d[-\s]\d\d:\d\d:\d\d(?:\.\d+)*\s?"
+    r"(?:\[mindspore/[^\]\s]*:\d+\]\s?(?:[A-Za-z_~][\w~]*(?:\(\))?\]\s)?"
+    r"|(?:\[[^\]\s]*:\d+\])?\s?(?:\[(?:tid:)?\d+\]|tid:\d+,|\d+ (?=\S))?)\s?(?P<msg>.*)")
 # torch_npu's error footer: `[ERROR] 2024-05-21-11:57:54 (PID:927000, Device:3, RankID:3) ERR02200 …`.
 _NPU_FOOTER = regex.compile(
     r"^\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device:-?\d+, RankID:-?\d+\) (?P<msg>.*)")

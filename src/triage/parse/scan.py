@@ -47,7 +47,9 @@ _MAX_MESSAGE = 500  # an unexplained line's message is cut to this many characte
 NCCL_WRITER = regex.compile(
     r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ (?:\[\d+\] )?\S"
 )
-_HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+),")
+# CANN `[ERROR] HCCL(pid,name):`, MindSpore C++ `[ERROR] DEVICE(pid,tid,python):` and MindSpore's Python
+# logger `[ERROR] ME(pid:thread,MainProcess):` (mindspore/log.py): the first number is the writer's pid.
+_HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+)[,:]")
 
 
 _HEALTHY = (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
