@@ -20,6 +20,7 @@ from rich.text import Text
 
 from triage import __version__, exitcodes
 from triage.api import NoInput, analyze
+from triage.ras import collect as ras
 from triage.report import FORMATS, render
 from triage.rules import FAMILIES, RuleError, load_rule, load_rules
 from triage.unexplained import DraftError, draft_rule, example_problems, explained_by, render_rule
@@ -34,6 +35,9 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(help="List and explain the signature rules.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
+ras_app = typer.Typer(help="Live snapshots of a running or hanging job from NCCL's RAS service (NCCL >= 2.24).",
+                      no_args_is_help=True)
+app.add_typer(ras_app, name="ras")
 
 _EXIT_HELP = "Exit codes: " + "; ".join(f"{code} {text}" for code, text in exitcodes.TABLE) + "."
 
@@ -157,6 +161,46 @@ def rules_new(
                        "both will fire", style="yellow"))
     err.print(Text(f"edit it (regex, kind, phase, explain), then: triage analyze --rules {out} …",
                    style="dim"))
+
+
+@ras_app.command("collect", help="Query NCCL's RAS service --count times, --every seconds apart, and save each "
+                 "answer, byte for byte, as soon as it ends, in the --out folder as ras-<UTC time>Z.txt (.json); "
+                 "an answer cut short is kept as ras-<UTC time>Z.partial.txt. `triage analyze` reads the folder. "
+                 "Exit codes: 0 all snapshots taken (some may be partial); 2 RAS unreachable or not answering, "
+                 "or a bad option; 130 Ctrl-C, 143 SIGTERM (what was saved stays).")
+def ras_collect(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the snapshots (created if missing).",
+                                      show_default=False)],
+    host: Annotated[str, typer.Option(help="Host of the RAS listener: the job's NCCL_RAS_ADDR.")]
+    = ras.DEFAULT_HOST,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Its port.")] = ras.DEFAULT_PORT,
+    every: Annotated[float, typer.Option(min=0, help="Seconds between snapshots (start to start).")] = 10.0,
+    count: Annotated[int, typer.Option(min=1, help="Snapshots to take.")] = 3,
+    verbose: Annotated[bool, typer.Option("--verbose", help="VERBOSE STATUS: details on more outliers.")]
+    = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, or json (NCCL >= 2.28.7; older: text).")]
+    = "text",
+    timeout: Annotated[float | None, typer.Option(
+        min=0, help="Seconds RAS may wait for the job's processes (as ncclras -t; default RAS's 5, 0 no "
+                    "limit); triage waits that long for the handshake, 6 s more for a report.")] = None,
+) -> None:
+    if fmt not in ras.FORMATS:
+        raise UserError(f"--format must be one of {', '.join(ras.FORMATS)}, not {fmt!r}")
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def show(event: ras.Event) -> None:
+        if event.snapshot is not None:
+            print(event.snapshot.path, flush=True)
+        if event.kind != "saved":
+            err.print(Text(f"triage: {event.message}"))
+
+    with ras.stop_on_sigterm():
+        result = ras.collect(host, port, out_dir=out, count=count, every_s=every, verbose=verbose, fmt=fmt,
+                             timeout_s=timeout, on_event=show)
+    if result.error:
+        raise UserError(f"{result.error}" + (f" ({result.summary()})" if result.snapshots else ""))
+    err.print(Text(f"triage: {result.summary()}"))
+    raise typer.Exit(result.exit_code)
 
 
 def _example_line(example: object) -> str:
