@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from triage.diagnose import ras
 from triage.diagnose.facts import rank_facts
 from triage.diagnose.hypotheses import HYPOTHESES, Context
 from triage.job import Job
@@ -92,7 +93,8 @@ def diagnose(job: Job) -> Verdict:
     ctx = Context(job=job, facts=facts)
     failing = [e for e in job.events if e.kind in _FAILURE_KINDS]
     bad_exits = [e for f in facts.values() for e in f.self_failures if e.kind is Kind.EXIT]
-    if not failing and not bad_exits:
+    ras_finding = ras.ras_status(ctx)
+    if not failing and not bad_exits and ras_finding is None:
         if any(e.kind is Kind.CONSEQUENCE for e in job.events):
             return _inconclusive(ctx, [], ["the job was ended (cancelled, aborted) but no rank "
                                           "logged an error or a timeout"])
@@ -100,11 +102,14 @@ def diagnose(job: Job) -> Verdict:
                        confidence=1.0, culprits=[], advice=[],
                        reasoning="No rank logged an error, a timeout or a failed exit.")
     candidates = [h for make in HYPOTHESES if (h := make(ctx)) is not None]
+    candidates += [ras_finding] if ras_finding is not None else []
     candidates.sort(key=lambda h: h.score, reverse=True)
     if not candidates:
         return _inconclusive(ctx, [], _missing(ctx))
     winner = _corroborate(candidates)
     lost = [h for h in candidates if h is not winner]
+    if (disagree := ras.disagreement(ctx, winner)) is not None:
+        winner.reasoning += " " + disagree
     if winner.score < CONFIDENT:
         return _inconclusive(ctx, candidates, _missing(ctx))
     culprits = _with_host(ctx, winner.culprits)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
-from triage.parse import paste, ranktable
+from triage.parse import paste, ranktable, ras
 from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
 
 _SNIFF = 8192
@@ -61,15 +61,17 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
             info.notes.append(pasted.describe())
         sniff_writer(head, info)
         table = None
-        if ranktable.looks_like(head):
-            parts: list[str] = []
-            for piece in texts:  # read whole (a rank table is small), but never past MAX_BYTES
-                parts.append(piece)
-                if sum(map(len, parts)) > ranktable.MAX_BYTES:
-                    break
-            text = "".join(parts)
-            table = ranktable.events(stream.name, text)
-            texts = itertools.chain([text], texts)  # not a table after all: scan it as lines
+        # Documents no line rule can read: HCCL's rank table, a NCCL RAS status dump.
+        for document, limit in ((ranktable, ranktable.MAX_BYTES), (ras, ras.MAX_BYTES)):
+            if table is None and document.looks_like(head):
+                parts: list[str] = []
+                for piece in texts:  # read whole (they are small), but never past their limit
+                    parts.append(piece)
+                    if sum(map(len, parts)) > limit:
+                        break
+                text = "".join(parts)
+                table = document.events(stream.name, text)
+                texts = itertools.chain([text], texts)  # not one after all: scan it as lines
         if table is not None:
             events = table
             stats.lines = text.count("\n") + (not text.endswith("\n"))

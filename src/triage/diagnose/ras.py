@@ -1,0 +1,287 @@
+"""NCCL RAS snapshots read as an engineer reads them (peers.md A4, formats.md §4).
+
+Each dump (`triage ras collect`, `ncclras`) is a snapshot of the running job. What one snapshot
+says is weighed by what the others say:
+
+- a process RAS considers DEAD is the prime suspect; one it could not reach, or whose
+  communicator data is missing, is unresponsive (stuck, or on its way to dead);
+- operation counts are read by majority per communicator and collective: the minority *behind*
+  are stragglers only when the counts stay the same across snapshots (the job is stuck); counts
+  that move are a busy job, and a minority *ahead* has merely issued the next collective;
+- ranks still in INIT or FINALIZE while others run are a transition, an alarm only when they
+  stay there across snapshots.
+
+RAS speaks in communicator ranks. They become global ranks through the process that RAS names
+(the pid the rank's own log shows), the communicator's members (NCCL's init lines give each
+rank's place in commId …), or, for the world communicator (as many ranks as the job), as they are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from triage.diagnose.hypotheses import Context, _evidence
+from triage.model import Category, Culprit, Event, Hypothesis, Kind, Phase
+from triage.ranks import fmt_ranks
+
+
+@dataclass
+class Snapshot:
+    name: str
+    time: float | None
+    events: list[Event] = field(default_factory=list)
+
+    def named(self, *states: str) -> list[Event]:
+        return [e for e in self.events if e.kind is Kind.CULPRIT_NAMED and e.fields.get("exception") in states]
+
+    def sizes(self) -> dict[str, int]:
+        """Communicator size by hash (JSON) and by table group (text)."""
+        found: dict[str, int] = {}
+        for e in self.events:
+            if e.rule_id == "ras-comm-group" and e.fields.get("nranks", "").isdigit():
+                for key in (e.fields.get("comm_id"), "group:" + e.fields.get("ras_group", "?")):
+                    if key:
+                        found[key] = int(e.fields["nranks"])
+        return found
+
+
+def snapshots(ctx: Context) -> list[Snapshot]:
+    """The RAS dumps of the job, oldest first (by the time each was taken, else by name)."""
+    by_name: dict[str, Snapshot] = {}
+    for event in ctx.job.events:
+        if event.family == "ras" and "snapshot" in event.fields:
+            snap = by_name.setdefault(event.fields["snapshot"], Snapshot(event.fields["snapshot"], event.time))
+            snap.events.append(event)
+    return sorted(by_name.values(), key=lambda s: (s.time if s.time is not None else float("inf"), s.name))
+
+
+def global_rank(ctx: Context, snap: Snapshot, event: Event) -> int | None:
+    """The job's rank of the communicator rank a RAS line speaks of; None if nothing says."""
+    fields = event.fields
+    pid = fields.get("culprit_pid") or fields.get("pid", "")
+    if pid.isdigit():
+        owners = {r for r, s in ctx.job.ranks.items() if any(e.identity.pid == int(pid) for e in s.events)}
+        ip = fields.get("culprit_ip") or fields.get("ip", "")
+        if ip and len(owners) > 1:
+            owners = {r for r in owners if ctx.job.ranks[r].host == ctx.job.ip_hosts.get(ip, ip)}
+        if len(owners) == 1:
+            return owners.pop()
+    comm, pg_rank = fields.get("comm_id", ""), fields.get("pg_rank", "")
+    if not pg_rank.isdigit():
+        return None
+    group = ctx.job.groups.get(f"comm:{comm}")
+    if group is not None:
+        found = [r for r, m in group.members.items() if m.group_rank == int(pg_rank)]
+        if len(found) == 1:
+            return found[0]
+    sizes = snap.sizes()
+    size = sizes.get(comm) or sizes.get("group:" + fields.get("ras_group", "?"))
+    if size is not None and size == ctx.job.world_size:
+        return int(pg_rank)  # the world communicator: its ranks are the job's
+    return None
+
+
+@dataclass
+class _Finding:
+    category: Category
+    score: float
+    what: str  # one sentence
+    events: list[Event]
+    ranks: set[int] = field(default_factory=set)
+    processes: set[tuple[str, str, str]] = field(default_factory=set)  # unmapped (pid, ip, gpu)
+    phase: Phase = Phase.UNKNOWN
+
+
+def ras_status(ctx: Context) -> Hypothesis | None:
+    finding = _read(ctx)
+    if finding is None:
+        return None
+    culprits = []
+    for r in sorted(finding.ranks):
+        about = [e for e in finding.events if _about(ctx, e, r)] or finding.events
+        f = about[0].fields
+        pid, ip = f.get("culprit_pid") or f.get("pid"), f.get("culprit_ip") or f.get("ip")
+        gpu = f.get("culprit_device") or f.get("device")
+        # The DEAD/unreachable line of the same process is evidence too.
+        about += [e for e in finding.events if e not in about and pid and e.fields.get("culprit_pid") == pid]
+        process = f"process {pid} on {ip}, GPU {gpu}: " if pid else ""
+        culprits.append(Culprit(kind="rank", rank=r, host=ctx.host_of(r) or ip, reason=process + finding.what,
+                                evidence=_evidence(about)))
+    culprits += [Culprit(kind="host", host=ip, reason=f"process {pid} (GPU {gpu}): {finding.what}",
+                         evidence=_evidence(finding.events)) for pid, ip, gpu in sorted(finding.processes)]
+    return Hypothesis(name="ras-status", score=finding.score, category=finding.category, phase=finding.phase,
+                      culprits=culprits, reasoning=finding.what)
+
+
+def _about(ctx: Context, event: Event, rank: int) -> bool:
+    snaps = {s.name: s for s in snapshots(ctx)}
+    snap = snaps.get(event.fields.get("snapshot", ""))
+    return snap is not None and global_rank(ctx, snap, event) == rank
+
+
+def _read(ctx: Context) -> _Finding | None:
+    snaps = snapshots(ctx)
+    if not snaps:
+        return None
+    return (_dead_or_missing(ctx, snaps) or _reported_errors(ctx, snaps) or _stragglers(ctx, snaps)
+            or _stuck_in_init(ctx, snaps))
+
+
+def _place(ctx: Context, snap: Snapshot, events: list[Event], finding: _Finding) -> _Finding:
+    for event in events:
+        rank = global_rank(ctx, snap, event)
+        if rank is not None:
+            finding.ranks.add(rank)
+        else:
+            f = event.fields
+            pid, ip = f.get("culprit_pid") or f.get("pid", ""), f.get("culprit_ip") or f.get("ip", "")
+            if pid:
+                finding.processes.add((pid, ip, f.get("culprit_device") or f.get("device", "?")))
+    # A process RAS names both as dead and as a communicator's missing rank is one culprit.
+    if finding.ranks:
+        finding.processes = {p for p in finding.processes
+                             if not any(_pid_of(ctx, r) == p[0] for r in finding.ranks)}
+    finding.phase = _phase(snap)
+    return finding
+
+
+def _pid_of(ctx: Context, rank: int) -> str:
+    for snap in snapshots(ctx):
+        for event in snap.events:
+            f = event.fields
+            if global_rank(ctx, snap, event) == rank and (pid := f.get("culprit_pid") or f.get("pid")):
+                return pid
+    return ""
+
+
+def _phase(snap: Snapshot) -> Phase:
+    """Execution once any rank launched an operation; init while ranks are still in INIT."""
+    if any(e.rule_id == "ras-rank-launched-up-to" and e.fields.get("seq", "0") != "0" for e in snap.events) or \
+            any(e.rule_id == "ras-op-count-group" and e.fields.get("seq", "0") != "0" for e in snap.events):
+        return Phase.EXECUTION
+    if any(e.fields.get("comm_status") == "INIT" for e in snap.events):
+        return Phase.COMM_INIT
+    return Phase.UNKNOWN
+
+
+def _dead_or_missing(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
+    last = snaps[-1]
+    dead = last.named("dead")
+    missing = last.named("unresponsive", "missing")
+    if not dead and not missing:
+        return None
+    earlier = {(e.fields.get("culprit_pid"), e.fields.get("pg_rank")) for s in snaps[:-1]
+               for e in s.named("unresponsive", "missing")}
+    if dead:
+        was = [e for e in dead if any(pid == e.fields.get("culprit_pid") for pid, _ in earlier)]
+        what = ("RAS considers the process dead (unreachable via the RAS network)"
+                + (", after it had stopped answering in an earlier snapshot" if was else "")
+                + " and the other ranks wait on it.")
+        found = _Finding(Category.CRASHED_PROCESS, 0.9, what, dead + [e for e in missing if e not in dead])
+        return _place(ctx, last, dead + missing, found)
+    persistent = [e for e in missing if (e.fields.get("culprit_pid"), e.fields.get("pg_rank")) in earlier]
+    what = ("RAS got no data from the process" + (f" in {len(snaps)} snapshots in a row" if persistent else "")
+            + ": it is hung or unreachable, and its communicators are incomplete without it.")
+    found = _Finding(Category.HUNG_PROCESS, 0.85 if persistent else 0.7, what, missing)
+    return _place(ctx, last, missing, found)
+
+
+def _reported_errors(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
+    last = snaps[-1]
+    errors = [e for e in last.events if e.rule_id == "ras-rank-reported-error"]
+    if not errors:
+        return None
+    category = next((e.category for e in errors if e.category), Category.CRASHED_PROCESS)
+    what = f"RAS reports {errors[0].fields.get('error', 'an error')} on the rank itself (not a remote one)."
+    found = _place(ctx, last, errors, _Finding(category, 0.85, what, errors))
+    if errors[0].phase is not Phase.UNKNOWN:
+        found.phase = errors[0].phase
+    return found
+
+
+def _counts(snap: Snapshot) -> dict[tuple[str, str], tuple[int, dict[str, int], dict[str, Event]]]:
+    """Per (communicator, collective): the majority's count, each listed rank's count and line."""
+    majority: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
+    listed: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    lines: dict[tuple[str, str], dict[str, Event]] = defaultdict(dict)
+    for e in snap.events:
+        f = e.fields
+        key = (f.get("comm_id", ""), f.get("collective", ""))
+        if e.rule_id == "ras-op-count-group" and f.get("seq", "").isdigit():
+            majority[key][int(f["seq"])] += int(f.get("ranks_count", "1"))
+        elif e.rule_id == "ras-rank-launched-up-to" and f.get("seq", "").isdigit():
+            listed[key][f.get("pg_rank", "")] = int(f["seq"])
+            lines[key][f.get("pg_rank", "")] = e
+    result = {}
+    for key in set(majority) | set(listed):
+        tally = Counter(majority[key])
+        for count in listed[key].values():
+            if count not in majority[key]:  # a `Rank r has launched up to …` line of its own
+                tally[count] += 1
+        result[key] = (tally.most_common(1)[0][0], listed[key], lines[key])
+    return result
+
+
+def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
+    """The minority behind the majority's operation count, when nothing moves between snapshots."""
+    last = _counts(snaps[-1])
+    behind = {key: {r: c for r, c in ranks.items() if c < common} for key, (common, ranks, _) in last.items()}
+    behind = {k: v for k, v in behind.items() if v}
+    if not behind:
+        return None
+    key = max(behind, key=lambda k: len(last[k][1]))
+    common, _, lines = last[key]
+    events = [lines[r] for r in behind[key]]
+    before = _counts(snaps[-2]).get(key) if len(snaps) > 1 else None
+    if before is not None and (before[0] != common or any(before[1].get(r) != c for r, c in behind[key].items())):
+        return None  # the counts moved: a busy job, not a stuck one
+    comm, collective = key
+    ranks_text = ", ".join(sorted(behind[key], key=int))
+    if before is None:
+        what = (f"In communicator {comm}, ranks {ranks_text} had launched fewer {collective} operations than "
+                f"the others ({common}) — but one snapshot cannot tell a stuck job from a busy one: take "
+                "another (`triage ras collect --every 30 --count 3`).")
+        return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.45, what, events))
+    what = (f"In communicator {comm}, the communicator ranks {ranks_text} stayed behind the others' "
+            f"{collective} operation count ({common}) in {len(snaps)} snapshots, and no count moved: "
+            "the job is stuck and they are the ones the others wait for.")
+    return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.85, what, events))
+
+
+def _stuck_in_init(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
+    """Ranks still in INIT in every snapshot while the others run; one snapshot is a transition."""
+    if len(snaps) < 2:
+        return None
+    def in_init(snap: Snapshot) -> dict[tuple[str, str], Event]:
+        return {(e.fields.get("comm_id", ""), e.fields.get("pg_rank", "")): e for e in snap.events
+                if e.rule_id == "ras-rank-status" and e.fields.get("comm_status") == "INIT"}
+    stuck = set(in_init(snaps[-1]))
+    for snap in snaps[:-1]:
+        stuck &= set(in_init(snap))
+    if not stuck:
+        return None
+    events = [in_init(snaps[-1])[k] for k in sorted(stuck)]
+    what = (f"RAS shows {len(stuck)} rank(s) still initialising their communicator in {len(snaps)} snapshots "
+            "while the others run: they never finished init.")
+    found = _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.8, what, events))
+    found.phase = Phase.COMM_INIT
+    return found
+
+
+def disagreement(ctx: Context, winner: Hypothesis) -> str | None:
+    """What to say when RAS and the logs point different ways (or RAS saw nothing wrong)."""
+    snaps = snapshots(ctx)
+    if not snaps or winner.name == "ras-status":
+        return None
+    ras = ras_status(ctx)
+    named = {c.rank for c in winner.culprits if c.rank is not None}
+    if ras is None:
+        return (f"RAS and the logs disagree: RAS ({len(snaps)} snapshot{'s' if len(snaps) > 1 else ''}) "
+                "saw no dead, missing or stuck rank. A snapshot taken before the failure, or while the "
+                "hung collective's communicator was not yet in trouble, shows a healthy job.")
+    ras_ranks = {c.rank for c in ras.culprits if c.rank is not None}
+    if ras_ranks and named and not ras_ranks & named:
+        return (f"RAS and the logs disagree: RAS points at rank{'s' if len(ras_ranks) > 1 else ''} "
+                f"{fmt_ranks(sorted(ras_ranks))} ({ras.reasoning})")
+    return None
