@@ -39,10 +39,12 @@ class RankFacts:
 
     @property
     def stopped_by_launcher(self) -> bool:
-        """torchrun or srun ended it (SIGTERM/SIGKILL after another process failed)."""
+        """torchrun, srun or triage repro's supervisor ended it (SIGTERM/SIGKILL, or "ended rank 3 …
+        after rank 1 died") after another process failed."""
         if self.exits and all(is_victim_exit(e) for e in self.exits):
             return True
-        return any(e.kind is Kind.CONSEQUENCE and e.fields.get("signal") for e in self.state.events)
+        return any(e.kind is Kind.CONSEQUENCE and (e.fields.get("signal") or e.fields.get("peer_rank", "") not in (
+            "", str(self.state.rank))) for e in self.state.events)
 
     @property
     def first_failure_time(self) -> float | None:
