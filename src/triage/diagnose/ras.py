@@ -162,6 +162,8 @@ def _phase(snap: Snapshot) -> Phase:
         return Phase.EXECUTION
     if any(e.fields.get("comm_status") == "INIT" for e in snap.events):
         return Phase.COMM_INIT
+    if any(e.rule_id == "ras-comm-group" and e.fields.get("comm_status") == "RUNNING" for e in snap.events):
+        return Phase.EXECUTION  # every communicator had finished init: the job was running
     return Phase.UNKNOWN
 
 
@@ -200,8 +202,9 @@ def _reported_errors(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     return found
 
 
-def _counts(snap: Snapshot) -> dict[tuple[str, str], tuple[int, dict[str, int], dict[str, Event]]]:
-    """Per (communicator, collective): the majority's count, each listed rank's count and line."""
+def _counts(snap: Snapshot) -> dict[tuple[str, str], tuple[int | None, dict[str, int], dict[str, Event]]]:
+    """Per (communicator, collective): the majority's count (None when the ranks split evenly),
+    each listed rank's count and line."""
     majority: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
     listed: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     lines: dict[tuple[str, str], dict[str, Event]] = defaultdict(dict)
@@ -219,33 +222,71 @@ def _counts(snap: Snapshot) -> dict[tuple[str, str], tuple[int, dict[str, int], 
         for count in listed[key].values():
             if count not in majority[key]:  # a `Rank r has launched up to …` line of its own
                 tally[count] += 1
-        result[key] = (tally.most_common(1)[0][0], listed[key], lines[key])
+        top = tally.most_common(2)
+        common = None if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
+        result[key] = (common, listed[key], lines[key])
     return result
 
 
 def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
-    """The minority behind the majority's operation count, when nothing moves between snapshots."""
+    """The minority behind the majority's operation count, when nothing moves between snapshots.
+
+    Several communicators may show it: a tensor-parallel group whose one rank hangs is a whole
+    group behind in the world communicator, and that one rank behind in its own. The smallest set
+    is the cause; the larger ones wait on it.
+    """
     last = _counts(snaps[-1])
-    behind = {key: {r: c for r, c in ranks.items() if c < common} for key, (common, ranks, _) in last.items()}
-    behind = {k: v for k, v in behind.items() if v}
-    if not behind:
+    previous = _counts(snaps[-2]) if len(snaps) > 1 else None
+    found: list[tuple[tuple[str, str], list[Event], set[int]]] = []
+    ahead_only: list[tuple[str, str]] = []
+    split: list[tuple[str, str]] = []
+    for key, (common, ranks, lines) in last.items():
+        before = previous.get(key) if previous is not None else None
+        if before is not None and (before[0] != common or any(before[1].get(r) != c for r, c in ranks.items())):
+            continue  # the counts moved: a busy job, not a stuck one
+        if common is None:
+            split.append(key)
+            continue
+        behind = {r: c for r, c in ranks.items() if c < common}
+        if not behind:
+            if any(c > common for c in ranks.values()):
+                ahead_only.append(key)
+            continue
+        events = [lines[r] for r in behind]
+        mapped = {g for e in events if (g := global_rank(ctx, snaps[-1], e)) is not None}
+        found.append((key, events, mapped))
+    if not found:
+        if split:
+            comm = split[0][0]
+            collectives = sorted({c for k, c in split if k == comm})
+            what = (f"In communicator {comm}, the ranks split evenly between two {' and '.join(collectives)} "
+                    "operation counts: they disagree on which collective comes next (a rank-dependent code path "
+                    "or uneven data), and with no majority RAS cannot say which side is wrong. The per-rank logs "
+                    "(or TORCH_DISTRIBUTED_DEBUG=DETAIL) say which collective each side called.")
+            return _Finding(Category.COLLECTIVE_MISMATCH, 0.3, what, [], phase=Phase.EXECUTION)
+        if ahead_only and previous is not None:
+            comm, collective = ahead_only[0]
+            what = (f"In communicator {comm}, nothing moved between {len(snaps)} snapshots and a few ranks are one "
+                    f"{collective} ahead of the others: they issued the next collective, the others are blocked "
+                    "on something RAS does not see (a rank outside these communicators, a host-side wait). The "
+                    "ranks ahead are not the cause; the per-rank logs or a stack dump (py-spy) of the others are.")
+            return _Finding(Category.HUNG_PROCESS, 0.3, what, [], phase=Phase.EXECUTION)
         return None
-    key = max(behind, key=lambda k: len(last[k][1]))
-    common, _, lines = last[key]
-    events = [lines[r] for r in behind[key]]
-    before = _counts(snaps[-2]).get(key) if len(snaps) > 1 else None
-    if before is not None and (before[0] != common or any(before[1].get(r) != c for r, c in behind[key].items())):
-        return None  # the counts moved: a busy job, not a stuck one
+    key, events, mapped = min(found, key=lambda f: (len(f[2]) if f[2] else len(f[1]) + 10**6, -len(f[1])))
     comm, collective = key
-    ranks_text = ", ".join(sorted(behind[key], key=int))
-    if before is None:
-        what = (f"In communicator {comm}, ranks {ranks_text} had launched fewer {collective} operations than "
-                f"the others ({common}) — but one snapshot cannot tell a stuck job from a busy one: take "
-                "another (`triage ras collect --every 30 --count 3`).")
+    common = last[key][0]
+    listed = ", ".join(sorted((e.fields.get("pg_rank", "?") for e in events), key=lambda r: int(r) if r.isdigit() else 0))
+    waiting = sorted({g for _, _, other in found if other > mapped for g in other} - mapped)
+    also = (f" Ranks {fmt_ranks(waiting)}, behind in a larger communicator, wait on "
+            f"{'them' if len(mapped) > 1 else 'it'}." if waiting else "")
+    if previous is None:
+        what = (f"In communicator {comm}, communicator ranks {listed} had launched fewer {collective} operations "
+                f"than the others ({common}) — but one snapshot cannot tell a stuck job from a busy one: take "
+                "another (`triage ras collect --every 30 --count 3`)." + also)
         return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.45, what, events))
-    what = (f"In communicator {comm}, the communicator ranks {ranks_text} stayed behind the others' "
-            f"{collective} operation count ({common}) in {len(snaps)} snapshots, and no count moved: "
-            "the job is stuck and they are the ones the others wait for.")
+    what = (f"In communicator {comm}, communicator ranks {listed} stayed behind the others' {collective} "
+            f"operation count ({common}) in {len(snaps)} snapshots, and no count moved: the job is stuck and "
+            f"{'they are' if len(events) > 1 else 'it is'} what the others wait for." + also)
     return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.85, what, events))
 
 

@@ -218,6 +218,8 @@ def _missing(ctx: Context) -> list[str]:
 def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]) -> Verdict:
     _set_roles(ctx, [])
     phase = ctx.phase()
+    if phase is Phase.UNKNOWN and candidates:
+        phase = candidates[0].phase  # where the strongest lead, too weak to name anyone, places it
     return Verdict(
         status=Status.INCONCLUSIVE,
         phase=phase,

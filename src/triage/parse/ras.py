@@ -145,6 +145,10 @@ def _read_text(doc: _Doc) -> None:
                     {"world_size": m["gpus"], "processes": m["processes"], "nodes": m["nodes"]})
             continue
         if section == "communicators" and (m := _GROUP_ROW.match(line)) is not None:
+            if m["size"] == "0":
+                # NCCL 2.26-2.28 misread the communicators after one with missing ranks (fixed in
+                # 2.29.2) and print a phantom `0 ranks INIT OK` row: the JSON of the moment is right.
+                continue
             doc.add("ras-comm-group", Kind.INFO, no,
                     f"RAS: {m['comms']} communicator(s) of {m['size']} ranks: {m['status']} {m['errors']}",
                     {"ras_group": m["group"], "nranks": m["size"], "comm_status": m["status"], "errors": m["errors"]})
