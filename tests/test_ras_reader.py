@@ -136,3 +136,17 @@ def test_json_with_the_missing_comma_of_2_28_is_read() -> None:
 def test_not_a_dump_is_read_as_lines() -> None:
     assert not ras.looks_like("NCCL version 2.27.3+cuda12.9\nhello\n")
     assert ras.events("x.txt", "just a log line\n") is None
+
+
+REAL_JOB = Path(__file__).resolve().parent / "fixtures" / "real-gpu-nccl2289-ras-job-hang-rank2" / "logs"
+
+
+def test_a_real_hang_read_from_ras_alone_and_with_the_logs() -> None:
+    """NCCL 2.28.9 on an H100: rank 2 hangs; `triage ras collect` took three text snapshots and one
+    JSON (which lists every rank where the text lists only the one behind) while it hung."""
+    alone = _verdict(REAL_JOB / "ras")
+    assert (alone["status"], [c["rank"] for c in alone["culprits"]]) == ("diagnosed", [2])
+    assert "in 4 snapshots, and no count moved" in alone["reasoning"]
+    both = _verdict(REAL_JOB)
+    assert [c["rank"] for c in both["culprits"]] == [2]
+    assert both["hypothesis"] == "ras-status" and "disagree" not in both["reasoning"]

@@ -242,8 +242,9 @@ def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     split: list[tuple[str, str]] = []
     for key, (common, ranks, lines) in last.items():
         before = previous.get(key) if previous is not None else None
-        if before is not None and (before[0] != common or any(before[1].get(r) != c for r, c in ranks.items())):
-            continue  # the counts moved: a busy job, not a stuck one
+        if before is not None and (before[0] != common or any(
+                before[1].get(r, c) != c for r, c in ranks.items())):
+            continue  # the counts moved: a busy job, not a stuck one (a text dump lists fewer ranks than JSON)
         if common is None:
             split.append(key)
             continue
