@@ -1310,6 +1310,12 @@ def _story_lose_init_root(w: Writer, rng: random.Random, tls: int) -> None:
 
 def _story_lose_init_agent(w: Writer, rng: random.Random, tls: int) -> None:
     """The root's own device is held by a stale process (EJ0001): every agent fails to reach it."""
+    _root_held_by_stale_process(w, tls)
+
+
+def _root_held_by_stale_process(w: Writer, tls: int) -> None:
+    """The culprit (the root) fails HCCP init on a device a stale process holds; the others' agents
+    cannot reach it."""
     plan, p, c = w.plan, w.p, w.plan.spec.culprit
     env_lines(w)
     init_entry(w)
@@ -1484,7 +1490,7 @@ def _story_lose_init_store(w: Writer, rng: random.Random, tls: int) -> None:
     root. A stale process holds its device: HCCP fails (EJ0001) and rank 0 exits just after it
     published the root info. The agents had fetched it and time out connecting to the root; the peer,
     late to its first collective, asks the store for it after rank 0 has gone."""
-    plan, p, c, q = w.plan, w.p, w.plan.spec.culprit, w.plan.spec.peer
+    plan, p, q = w.plan, w.p, w.plan.spec.peer
     shard = f"[rank{p.rank}] sample index of shard {p.rank:03d}: "
     if p.rank == q:  # connected to the store at init_process_group, then rebuilt its index cache
         t = plan.t_init + LATE_S
@@ -1496,13 +1502,7 @@ def _story_lose_init_store(w: Writer, rng: random.Random, tls: int) -> None:
         w.screen(t, f"{tb}\n{npu_footer(w, t, 'ERR02005 DIST internal error')}")
         return
     w.screen(p.t_start + 4.0, shard + "cache hit (0.3 s)")
-    env_lines(w)
-    init_entry(w)
-    if p.rank == c:
-        _stale_process(w, plan.t_init + 0.3)
-        return
-    device_start(w, tls)
-    _agent_cannot_reach_root(w, plan.t_init + plan.connect_timeout + 20.4 + p.rank * 1e-4 + p.jitter, plan.server_ips[0])
+    _root_held_by_stale_process(w, tls)
 
 
 FAULT_STORIES: dict[str, Callable[[Writer, random.Random, int], None]] = {
