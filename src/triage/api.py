@@ -31,7 +31,7 @@ class NoInput(Exception):
 
     def __init__(self, sources: list[SourceInfo]) -> None:
         self.sources = sources
-        reasons = "; ".join(f"{s.name}: {s.skipped}" for s in sources[:5])
+        reasons = "; ".join(f"{s.name}: {s.skipped or 'empty'}" for s in sources[:5])
         super().__init__(f"no readable log among the inputs ({reasons or 'none given'})")
 
 
@@ -40,7 +40,8 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
             progress: Callable[[str], None] | None = None) -> Report:
     """Read every source under `paths` and diagnose the job they came from.
 
-    Raises RuleError for an invalid rule and NoInput when not one source could be read; a source
+    Raises RuleError for an invalid rule and NoInput when not one source could be read or every
+    one was empty; a source
     that cannot be read is otherwise reported in `Report.sources` and the rest is analysed.
     """
     matcher = Matcher(load_rules(rules_dirs))
@@ -53,8 +54,8 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
                 progress(info.name)
             sources.append(info)
             events.extend(found)
-    if not any(s.skipped is None for s in sources):
-        raise NoInput(sources)
+    if not any(s.skipped is None and s.bytes for s in sources):
+        raise NoInput(sources)  # nothing read, or only empty inputs: no evidence is not health
     job = build_job(events, sources, world_size)
     verdict = diagnose(job)
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,

@@ -195,3 +195,48 @@ def _ip_hosts(events: list[Event]) -> dict[str, str]:
             seen[ip].add(event.identity.host)
     return {ip: next(iter(hosts)) for ip, hosts in seen.items()
             if len(hosts) == 1 and not ip.startswith("127.") and ip != "::1"}
+
+
+# Logs more than this far apart in time are not one run (a torchrun restart is seconds to minutes).
+_JOB_GAP_S = 6 * 3600
+
+
+def separate_runs(events: list[Event]) -> list[str]:
+    """Why these logs cannot all be one job: periods hours apart that each hold a start and a
+    failure of their own (a long job's init and its failure a day later are one period's start and
+    another's failure), or world communicators of different sizes. Empty when nothing says so."""
+    spans: dict[str, list[float]] = defaultdict(list)
+    sizes: dict[object, int] = {}  # per process (host, pid), else per file
+    for event in events:
+        source = event.evidence.source
+        if event.time is not None:
+            spans[source].append(event.time)
+        if event.kind in (Kind.INIT_START, Kind.INIT_DONE) and event.fields.get("nranks", "").isdigit():
+            writer = (event.identity.host, event.identity.pid) if event.identity.pid is not None else source
+            sizes[writer] = max(sizes.get(writer, 0), int(event.fields["nranks"]))
+    reasons: list[str] = []
+    clusters: list[list[float]] = []
+    for start, end in sorted((min(t), max(t)) for t in spans.values() if t):
+        if clusters and start - clusters[-1][1] <= _JOB_GAP_S:
+            clusters[-1][1] = max(clusters[-1][1], end)
+        else:
+            clusters.append([start, end])
+    whole = [c for c in clusters if _started_and_failed(events, c[0], c[1])]
+    if len(whole) > 1:
+        days = ", ".join(time.strftime("%Y-%m-%d %H:%M", time.gmtime(c[0])) for c in whole[:4])
+        reasons.append(f"they hold {len(whole)} runs hours apart, each started and failed (from {days})")
+    by_size = Counter(sizes.values())
+    worlds = sorted(size for size, n in by_size.items() if n >= 2)
+    if len(worlds) > 1:
+        reasons.append("their largest communicators differ in size ("
+                       + ", ".join(f"{size} ranks for {by_size[size]} processes" for size in worlds) + ")")
+    return reasons
+
+
+_STARTS = (Kind.INIT_START, Kind.INIT_DONE)
+_FAILURES = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.EXIT)
+
+
+def _started_and_failed(events: list[Event], start: float, end: float) -> bool:
+    inside = [e.kind for e in events if e.time is not None and start <= e.time <= end]
+    return any(k in _STARTS for k in inside) and any(k in _FAILURES for k in inside)

@@ -995,10 +995,12 @@ def network_link(ctx: Context) -> Hypothesis | None:
                 phase=ctx.phase(None, events), culprits=[culprit],
                 reasoning=f"Network errors on both ends name the link between {other} and {peer}; "
                           "no rank failed by itself.")
+    # One line from each reporting host first, so that the evidence shows what the reason says.
+    firsts = list({ctx.host_of(e.rank) if e.rank is not None else None: e for e in reversed(events)}.values())[::-1]
     culprit = Culprit(kind="host", host=peer,
                       reason=f"named as the peer in {len(events)} of {total} network errors, "
                              f"reported from {len(others)} other host{'s' if len(others) != 1 else ''}",
-                      evidence=_evidence(events))
+                      evidence=_evidence(firsts + [e for e in events if e not in firsts]))
     return Hypothesis(
         name="network-host", score=0.8, category=Category.NETWORK_FAULT,
         phase=ctx.phase(hosts[peer], events), culprits=[culprit],

@@ -7,7 +7,7 @@ from collections import Counter
 from triage.diagnose import ras
 from triage.diagnose.facts import rank_facts
 from triage.diagnose.hypotheses import HYPOTHESES, Context
-from triage.job import Job
+from triage.job import Job, separate_runs
 from triage.model import Category, Culprit, Hypothesis, Kind, Phase, Status, Verdict
 from triage.ranks import fmt_ranks
 
@@ -89,6 +89,16 @@ _ADVICE_HCCL = {
 }
 
 def diagnose(job: Job) -> Verdict:
+    verdict = _diagnose(job)
+    if runs := separate_runs(job.events):
+        # Unrelated jobs in one folder merge into one nonsense job unless the report says so.
+        verdict.reasoning = (f"These logs look like more than one job: {'; '.join(runs)}. Analyse each "
+                             f"job's logs on their own. " + verdict.reasoning)
+        verdict.missing.insert(0, "one job's logs at a time: " + "; ".join(runs))
+    return verdict
+
+
+def _diagnose(job: Job) -> Verdict:
     facts = rank_facts(job)
     ctx = Context(job=job, facts=facts)
     failing = [e for e in job.events if e.kind in _FAILURE_KINDS]
@@ -227,7 +237,7 @@ def _inconclusive(ctx: Context, candidates: list[Hypothesis], missing: list[str]
         confidence=round(candidates[0].score, 2) if candidates else 0.0,
         culprits=[],
         reasoning=_undecided(ctx, candidates),
-        advice=["Collect the missing evidence below and run triage again."] if missing else [],
+        advice=["Collect the missing evidence and run triage again."] if missing else [],
         missing=missing or ["no rank's log shows where the failure began"],
         lost=candidates,
     )
