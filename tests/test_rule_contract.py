@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from triage.fields import FIELDS, TYPES, markdown_table, signal_name
-from triage.model import Identity
 from triage.parse.clock import parse_time
-from triage.parse.scan import Matcher, ScanStats, scan_text
+from triage.parse.scan import Matcher
 from triage.ranks import parse_ranks
+from triage.rule_examples import fields_on
 from triage.rules import (
     FAMILIES,
     MAX_RULE_BYTES,
@@ -150,13 +150,9 @@ MATCHER = Matcher(RULES)
 
 @pytest.mark.parametrize(("rule", "example"), _match_cases())
 def test_registered_fields_captured_by_the_examples_have_their_type(rule: Any, example: Any) -> None:
-    if isinstance(example, str):
-        example = {"line": example}
-    text = "\n".join([example["line"], *example.get("following", [])]) + "\n"
-    events = [e for e in scan_text(MATCHER, "example.log", Identity(), [text], ScanStats())
-              if e.rule_id == rule.id and e.evidence.line == 1]
-    assert events
-    wrong = {name: value for name, value in events[0].fields.items()
+    fields = fields_on(MATCHER, rule, example)  # through the scanner, as `triage rules test` runs it
+    assert fields is not None
+    wrong = {name: value for name, value in fields.items()
              if name in FIELDS and not _CONFORMS[FIELDS[name].type](value)}
     assert wrong == {}, "values that do not read as their registered type"
 

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from triage.model import Identity
-from triage.parse.scan import Matcher, ScanStats, scan_text
+from triage.parse.scan import Matcher
+from triage.rule_examples import check_example, check_folder, file_problems
 from triage.rules import (
-    FAMILIES,
     Rule,
     RuleError,
     builtin_rules_dir,
@@ -27,10 +26,6 @@ MATCHER = Matcher(RULES)
 RULE_FILES = sorted(builtin_rules_dir().rglob("*.yaml"))
 
 
-def _events(lines: list[str]) -> list[Any]:
-    return list(scan_text(MATCHER, "example.log", Identity(), ["\n".join(lines) + "\n"], ScanStats()))
-
-
 def _cases() -> list[Any]:
     cases = []
     for rule in RULES:
@@ -43,29 +38,25 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("rule", "way", "example"), _cases())
 def test_rule_example(rule: Rule, way: str, example: Any) -> None:
-    if isinstance(example, str):
-        example = {"line": example}
-    lines = [example["line"], *example.get("following", [])]
-    fired = [e for e in _events(lines) if e.rule_id == rule.id and e.evidence.line == 1]
-    if way == "nomatch":
-        assert fired == [], f"{rule.id} fired on a line it must not match"
-        return
-    assert fired, f"{rule.id} did not fire on its own example"
-    for key, value in (example.get("fields") or {}).items():
-        assert fired[0].fields.get(key) == str(value), f"field {key}"
+    # The same check as `triage rules test` (triage.rule_examples): fires on its first line and gives
+    # the listed fields (match), or does not fire (nomatch), within the regex time limit.
+    assert check_example(MATCHER, rule, way, example) == []
 
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.stem)
 def test_rule_file_conventions(path: Path) -> None:
     # Built-in rules load without the schema (for speed); here each is held to all of it, read the
-    # way a user rule is (no YAML anchors or aliases).
+    # way a user rule is (no YAML anchors or aliases), lives in rules/<family>/, and every match
+    # example holds a prefilter literal, as does at least one nomatch example: a near miss that
+    # reaches the regex. The same checks as `triage rules test`.
     data = read_rule_document(path, strict=True)
-    assert validate(data, path, schema=True) == []
-    assert path.parent.name == data["family"], "rules live in rules/<family>/"
-    assert data["family"] in FAMILIES
-    # Every match example holds a prefilter literal, and at least one nomatch example does: a near
-    # miss that reaches the regex.
-    assert example_problems(data) == []
+    assert file_problems(path, data, family_folder=True) == []
+
+
+def test_the_builtin_folder_passes_as_rules_test_runs_it() -> None:
+    result = check_folder(builtin_rules_dir())
+    assert result.invalid == [] and result.failures == []
+    assert len(result.rules) == len(RULES) and result.examples == len(_cases())
 
 
 def test_rule_ids_are_unique_and_every_family_is_covered() -> None:

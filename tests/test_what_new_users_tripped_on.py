@@ -3,6 +3,8 @@ them off as a normal job."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,14 @@ def test_unrelated_jobs_in_one_folder_are_told_apart() -> None:
 def test_one_job_is_not_called_several(bundle: str) -> None:
     """A long job's init and its failure a day later (ascend-fd's aicpu case) are one run."""
     assert "more than one job" not in analyze([FIXTURES / bundle / "logs"]).verdict.reasoning
+
+
+@pytest.mark.parametrize(("bundle", "code"), [("nccl24-no-failure", 0), ("nccl24-silent-rank11", 1)])
+def test_a_reader_that_stops_reading_does_not_change_the_exit_code(bundle: str, code: int) -> None:
+    """`triage analyze … | head`: the pipe is closed before triage writes (it reads the logs first)."""
+    proc = subprocess.Popen([sys.executable, "-m", "triage", "analyze", str(FIXTURES / bundle / "logs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == code
+    assert b"Traceback" not in proc.stderr.read()

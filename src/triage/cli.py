@@ -7,6 +7,7 @@ Every failure becomes one line on stderr and exit code 2: no traceback reaches a
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import tempfile
@@ -20,12 +21,17 @@ from rich.text import Text
 
 from triage import __version__, exitcodes
 from triage.api import NoInput, analyze
+from triage.cli_help import HelpGroup, help_command
+from triage.parse.scan import Matcher
 from triage.ras import collect as ras
-from triage.report import FORMATS, render
-from triage.rules import FAMILIES, RuleError, load_rule, load_rules
+from triage.report import FORMATS
+from triage.report import outputs as report_outputs
+from triage.rule_examples import check_folder, example_line, fields_on, summary
+from triage.rules import FAMILIES, RuleError, builtin_rules_dir, load_rule, load_rules
 from triage.unexplained import DraftError, draft_rule, example_problems, explained_by, render_rule
 
 app = typer.Typer(
+    cls=HelpGroup,  # value names from types: PATH..., N, [terminal|json] (triage.cli_help)
     name="triage",
     help="Name the rank, link and phase that broke a distributed PyTorch/NCCL/HCCL job.",
     no_args_is_help=True,
@@ -33,7 +39,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-rules_app = typer.Typer(help="List and explain the signature rules.", no_args_is_help=True)
+rules_app = typer.Typer(help="List, show and test the signature rules; draft a new one from a log line.",
+                        no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
 ras_app = typer.Typer(help="Live snapshots of a running or hanging job from NCCL's RAS service (NCCL >= 2.24).",
                       no_args_is_help=True)
@@ -65,28 +72,53 @@ def _root(
 def analyze_command(
     paths: Annotated[list[str], typer.Argument(help="Log folders, files or archives; - reads stdin.",
                                                show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"Output: {', '.join(FORMATS)}.")]
-    = "terminal",
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help=f"Format on stdout: {', '.join(FORMATS)} (default terminal).",
+        show_default=False)] = None,
     world_size: Annotated[int | None, typer.Option(
         "--world-size", "-n", min=1, help="Number of ranks the job had, when the logs do not say.")]
     = None,
     rules: Annotated[list[Path] | None, typer.Option(
         "--rules", help="Extra folder of rule YAML files (repeatable).")] = None,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+    output: Annotated[list[str] | None, typer.Option(
+        "--output", "-o", metavar="[FORMAT=]PATH",
+        help="Also write the report as FORMAT to PATH (repeatable), e.g. -o junit=triage.xml; a bare PATH "
+             "gets the --format output instead of stdout. Written even when the input is bad (with the "
+             "error).")] = None,
+    fail_on: Annotated[str, typer.Option(
+        "--fail-on", metavar="STATUSES",
+        help=f"Verdicts that exit non-zero: comma-separated {', '.join(exitcodes.FAIL_ON_CHOICES)}.")]
+    = "diagnosed,inconclusive",
     exit_zero: Annotated[bool, typer.Option(
-        "--exit-zero", help="Exit 0 whatever the verdict (errors still exit 2).")] = False,
+        "--exit-zero", help="Exit 0 whatever the verdict (errors still exit 2); as --fail-on none.")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="No progress; with --output files, nothing on stdout unless --format.")] = False,
 ) -> None:
-    if fmt not in FORMATS:
-        raise UserError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    report = analyze(paths, world_size=world_size, rules_dirs=rules or [],
-                     progress=_progress_printer())
-    if output is not None:
-        with open(output, "w", encoding="utf-8") as out:
-            render(report, fmt, out, color=False)
-    else:
-        render(report, fmt, sys.stdout)
-    raise typer.Exit(0 if exit_zero else exitcodes.exit_code(report))
+    try:
+        outputs = report_outputs.plan(fmt, output or [], quiet=quiet)
+    except report_outputs.OutputError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        failing = exitcodes.parse_fail_on(fail_on)
+        report = analyze(paths, world_size=world_size, rules_dirs=rules or [],
+                         progress=None if quiet else _progress_printer())
+    except ValueError as exc:  # --fail-on
+        report_outputs.write_error(str(exc), __version__, outputs)
+        raise UserError(str(exc)) from None
+    except (NoInput, RuleError, OSError) as exc:
+        report_outputs.write_error(_error_message(exc), __version__, outputs)
+        raise
+    code = 0 if exit_zero else exitcodes.exit_code(report, failing)
+    try:
+        report_outputs.write_report(report, outputs)
+    except BrokenPipeError:
+        # `triage analyze … | head`: the reader stopped reading. The verdict stands, and so does
+        # its exit code: the pipe closing is not a failure of the analysis.
+        _quiet_stdout()
+    except SystemExit as stop:
+        if stop.code != 1:  # rich's own answer to a closed pipe: stdout to /dev/null, then exit 1
+            raise
+    raise typer.Exit(code)
 
 
 @rules_app.command("list", help="One line per rule: id, family, kind, phase, title.")
@@ -101,26 +133,51 @@ def rules_list(
     out.print(Text(f"{len(loaded)} rules", style="dim"))
 
 
-@rules_app.command("explain", help="What a rule means, its usual causes and what to do next.")
-def rules_explain(
+@rules_app.command("show", help="Everything about one rule: what it means, its usual causes and what to do "
+                  "next, its references, its examples with the fields the rule gives on each, and its file.")
+def rules_show(
     rule_id: Annotated[str, typer.Argument(help="A rule id, as `triage rules list` shows it.")],
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra rule folder.")] = None,
 ) -> None:
-    by_id = {r.id: r for r in load_rules(rules or [])}
+    loaded = load_rules(rules or [])
+    by_id = {r.id: r for r in loaded}
     if rule_id not in by_id:
-        raise UserError(f"no rule {rule_id!r}; `triage rules list` shows them")
+        close = difflib.get_close_matches(rule_id, list(by_id), n=3, cutoff=0.6)
+        if not close:  # a fragment of an id: the ids holding it
+            close = [r for r in by_id if rule_id and rule_id in r][:3]
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise UserError(f"no rule {rule_id!r}; {hint}`triage rules list` shows them")
     rule = by_id[rule_id]
     out = Console(highlight=False, soft_wrap=True)
     out.print(Text(f"{rule.id} — {rule.title}", style="bold"))
     out.print(Text(f"family {rule.family} · kind {rule.kind.value} · phase {rule.phase} · "
-                   f"severity {rule.severity}"))
+                   f"severity {rule.severity}"
+                   + (f" · category {rule.category.value}" if rule.category else "")))
+    out.print(Text(f"file {rule.path}", style="dim"))
     for key in ("meaning", "causes", "next_steps"):
         if rule.explain.get(key):
             out.print(Text(f"\n{key.replace('_', ' ').capitalize()}: ", style="bold")
                       + Text(str(rule.explain[key]).strip()))
-    for ref in rule.references:
-        out.print(Text(f"  {ref}", style="dim"))
-    out.print(Text("\nExample: ", style="bold") + Text(_example_line(rule.examples["match"][0])))
+    if rule.references:
+        out.print(Text("\nReferences:", style="bold"))
+        for ref in rule.references:
+            out.print(Text(f"  {ref}"))
+    matcher = Matcher(loaded)
+    for way, heading in (("match", "Matches (and the fields it gives)"), ("nomatch", "Does not match")):
+        examples = rule.examples.get(way) or []
+        if examples:
+            out.print(Text(f"\n{heading}:", style="bold"))
+        for example in examples:
+            out.print(Text(f"  {example_line(example)}"))
+            if way == "match":
+                fields = fields_on(matcher, rule, example)
+                shown = ("  ".join(f"{k}={v}" for k, v in fields.items()) or "(no fields)" if fields is not None
+                         else "(does not fire: run `triage rules test`)")
+                out.print(Text(f"    {shown}", style="cyan"))
+
+
+# `explain` was the first name of `show`: kept working, out of the command list.
+rules_app.command("explain", hidden=True, help="Same as `triage rules show`.")(rules_show)
 
 
 @rules_app.command("new", help="Draft a rule from a log line that no rule knows: writes DIR/<id>.yaml, "
@@ -163,6 +220,32 @@ def rules_new(
                    style="dim"))
 
 
+@rules_app.command("test", help="Run a folder's rules against their own examples, and hold each rule file to the "
+                  "conventions, exactly as the project's own tests do: a match example must fire and give the "
+                  "fields it lists, a nomatch example must not fire; the file must follow the rule schema, name "
+                  "only registered fields (or info_fields), and have regexes that compile and answer each "
+                  "example within the time limit; every match example and one nomatch example must hold a "
+                  "prefilter literal. Prints one line per failure, then a summary. Exit codes: 0 all pass; "
+                  "1 some fail; 2 DIR is not a folder, or a rule file is not readable YAML.")
+def rules_test(
+    directory: Annotated[Path | None, typer.Argument(
+        metavar="DIR", help="Folder of rule YAML files, searched recursively. Default: the built-in rules.",
+        show_default=False)] = None,
+) -> None:
+    result = check_folder(directory if directory is not None else builtin_rules_dir())
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for message in result.invalid:
+        err.print(Text(f"triage: error: {message}"))
+    for failure in result.failures:
+        out.print(Text(failure.line()))
+    out.print(Text(summary(result) + (f"; {len(result.invalid)} files not readable" if result.invalid else ""),
+                   style="bold" if result.failures or result.invalid else "green"))
+    if result.invalid:
+        raise typer.Exit(exitcodes.USAGE_OR_INPUT_ERROR)
+    raise typer.Exit(exitcodes.RULES_FAIL if result.failures else exitcodes.RULES_PASS)
+
+
 @ras_app.command("collect", help="Query NCCL's RAS service --count times, --every seconds apart, and save each "
                  "answer, byte for byte, as soon as it ends, in the --out folder as ras-<UTC time>Z.txt (.json); "
                  "an answer cut short is kept as ras-<UTC time>Z.partial.txt. `triage analyze` reads the folder. "
@@ -203,10 +286,6 @@ def ras_collect(
     raise typer.Exit(result.exit_code)
 
 
-def _example_line(example: object) -> str:
-    return str(example["line"] if isinstance(example, dict) else example)
-
-
 def _progress_printer() -> Callable[[str], None] | None:
     """Progress on stderr, only for a person at a terminal."""
     if not sys.stderr.isatty() or os.environ.get("CI"):
@@ -230,7 +309,7 @@ def _register_repro() -> None:
 def main() -> None:
     _register_repro()
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="triage", standalone_mode=False)
     except typer.Exit as done:
         code = done.exit_code
     except SystemExit:
@@ -243,6 +322,12 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def _fail(exc: BaseException) -> int:
     if os.environ.get("TRIAGE_DEBUG"):
         raise exc
@@ -250,16 +335,21 @@ def _fail(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         err.print(Text("triage: interrupted"))
         return 130
-    if isinstance(exc, (UserError, RuleError, NoInput)):
-        message = str(exc)
-    elif _is_usage_error(exc):
-        message = f"{_usage_message(exc)} (see `triage --help`)"
-    elif isinstance(exc, OSError):
-        message = f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+    if _is_usage_error(exc):
+        said = _usage_message(exc).rstrip()
+        message = f"{said}{'' if said.endswith('.') else '.'} Try '{help_command(exc) or 'triage --help'}'."
     else:
-        message = f"internal error: {type(exc).__name__}: {exc} (rerun with TRIAGE_DEBUG=1 and report it)"
+        message = _error_message(exc)
     err.print(Text(f"triage: error: {message}"))
     return exitcodes.USAGE_OR_INPUT_ERROR
+
+
+def _error_message(exc: BaseException) -> str:
+    if isinstance(exc, (UserError, RuleError, NoInput)):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+    return f"internal error: {type(exc).__name__}: {exc} (rerun with TRIAGE_DEBUG=1 and report it)"
 
 
 def _is_usage_error(exc: BaseException) -> bool:

@@ -16,10 +16,43 @@ TABLE = (
     (INCONCLUSIVE, "failure found, culprit not settled (inconclusive)"),
 )
 
+# `triage rules test`: whether a rule folder's examples and conventions hold (2 as above: a bad
+# folder, a file that is not readable YAML).
+RULES_PASS = 0
+RULES_FAIL = 1
 
-def exit_code(report: Report) -> int:
+
+def help_text(error: str | None = None, *, extra: tuple[tuple[int, str], ...] = ()) -> str:
+    """The "Exit codes: ..." sentence of a command's help; `error` says what exit 2 means for it."""
+    table = [(code, error if code == USAGE_OR_INPUT_ERROR and error else text) for code, text in TABLE]
+    return "Exit codes: " + "; ".join(f"{code} {text}" for code, text in [*table, *extra]) + "."
+
+
+# `--fail-on`: the verdicts that make the exit code non-zero (1 diagnosed, 3 inconclusive).
+FAIL_ON_CHOICES = ("diagnosed", "inconclusive", "none")
+FAIL_ON_DEFAULT = frozenset({Status.DIAGNOSED, Status.INCONCLUSIVE})
+
+
+def parse_fail_on(text: str) -> frozenset[Status]:
+    """`diagnosed,inconclusive` → the statuses; `none` → none (as --exit-zero). ValueError if bad."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in FAIL_ON_CHOICES]
+    if bad or not names:
+        raise ValueError(f"--fail-on takes a comma-separated list of {', '.join(FAIL_ON_CHOICES)}, "
+                         f"not {text!r}")
+    if "none" in names:
+        if len(names) > 1:
+            raise ValueError("--fail-on none cannot be combined with other statuses")
+        return frozenset()
+    return frozenset(Status(n) for n in names)
+
+
+def exit_code(report: Report, fail_on: frozenset[Status] = FAIL_ON_DEFAULT) -> int:
+    status = report.verdict.status
+    if status not in fail_on:
+        return NO_FAILURE
     return {
         Status.NO_FAILURE: NO_FAILURE,
         Status.DIAGNOSED: DIAGNOSED,
         Status.INCONCLUSIVE: INCONCLUSIVE,
-    }[report.verdict.status]
+    }[status]

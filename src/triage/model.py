@@ -71,6 +71,9 @@ class Evidence:
     source: str  # display name of the source (path, or archive!member)
     line: int  # 1-based line number in that source
     text: str  # the line, literally (launcher prefixes included)
+    # The rule that matched the line, where a rule made it evidence; not part of its identity
+    # (the same line is the same evidence whichever rule saw it).
+    rule_id: str | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -57,6 +57,7 @@ class Block:
 
     lines: int
     fields: tuple[regex.Pattern[str], ...]
+    cite: str | None = None  # the field whose line is the record's evidence (else its first line)
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,8 @@ def compile_rule(data: dict[str, Any], path: Path) -> Rule:
         fields = tuple(regex.compile(p) for p in (data.get("block") or {}).get("fields", ()))
     except (regex.error, TypeError) as exc:
         raise RuleError(f"{path}: regex does not compile: {exc}") from None
-    block = Block(lines=int(data["block"]["lines"]), fields=fields) if data.get("block") else None
+    block = Block(lines=int(data["block"]["lines"]), fields=fields,
+                  cite=data["block"].get("cite")) if data.get("block") else None
     return Rule(
         id=data["id"],
         title=data["title"],

@@ -24,6 +24,7 @@ from triage.model import Event, Identity, Kind, Unexplained
 from triage.parse.marks import Mark, classify, pieces, signature
 from triage.parse.prefix import peel
 from triage.parse.scan import Matcher, ScanStats, scan_text
+from triage.rule_examples import failures_of
 from triage.rules import Rule
 
 MAX_SIGNATURES = 50  # distinct signatures kept in a report: the most frequent, then the earliest
@@ -256,17 +257,9 @@ def render_rule(draft: Draft) -> str:
 
 
 def example_problems(rule: Rule) -> list[str]:
-    """Where the rule's own examples disagree with it, run through the real scanner."""
-    matcher = Matcher([rule])
-    problems = []
-    for way in ("match", "nomatch"):
-        for example in rule.examples.get(way, []):
-            line = example["line"] if isinstance(example, dict) else str(example)
-            events = scan_text(matcher, "example", Identity(), [line + "\n"], ScanStats())
-            fired = any(e.rule_id == rule.id for e in events)
-            if fired != (way == "match"):
-                problems.append(f"{way} example {'did not fire' if way == 'match' else 'fired'}: {line}")
-    return problems
+    """Where the rule's own examples disagree with it, run through the real scanner (the checks of
+    `triage rules test`)."""
+    return [f"{f.where}: {f.detail}" for f in failures_of([rule])]
 
 
 def explained_by(line: str, rules: list[Rule]) -> list[str]:

@@ -52,7 +52,7 @@ def events(source: str, text: str) -> list[Event] | None:
             found.append(Event(
                 rule_id=RULE_ID, kind=Kind.INFO, phase=Phase.COMM_INIT, severity="info",
                 message=f"rank table: rank {rank} is device {device_id} of server {server_id}",
-                identity=Identity(), evidence=Evidence(source, line_no, lines[line_no - 1].strip()[:300]),
+                identity=Identity(), evidence=Evidence(source, line_no, lines[line_no - 1].strip()[:300], rule_id=RULE_ID),
                 fields=fields, family="hccl"))
     return found or None
 

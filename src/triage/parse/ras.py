@@ -63,7 +63,7 @@ class _Doc:
         fields["snapshot"] = self.source
         self.events.append(Event(
             rule_id=rule_id, kind=kind, phase=phase, severity="error" if kind is not Kind.INFO else "info",
-            message=message, identity=Identity(), evidence=Evidence(self.source, line_no, text[:300]),
+            message=message, identity=Identity(), evidence=Evidence(self.source, line_no, text[:300], rule_id=rule_id),
             fields=fields, time=self.time, family=FAMILY, category=category))
 
 

@@ -425,10 +425,27 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
                 continue
         consumed.update(joined)
         fields = {k: v for k, v in match.groupdict().items() if v is not None}
+        cited = (line_no, raw)
         if rule.block:
-            fields.update(_block_fields(rule, _following_at(buffer, end, rule.block.lines), consumed))
-        found.append(_event(rule, source, base, peeled.identity, raw, line_no, text, fields))
+            following = _following_at(buffer, end, rule.block.lines)
+            fields.update(_block_fields(rule, following, consumed))
+            cited = _cited_line(rule, following, line_no) or cited
+        event = _event(rule, source, base, peeled.identity, raw, line_no, text, fields)
+        if cited[0] != line_no:  # the line that shows the failure, not the record's first
+            event.evidence = Evidence(source, cited[0], cited[1].strip()[:300], rule_id=rule.id)
+        found.append(event)
     return found
+
+
+def _cited_line(rule: Rule, lines: list[tuple[int, str]], line_no: int) -> tuple[int, str] | None:
+    """The line of the block's `cite` field, numbered from the record's first line."""
+    if rule.block is None or rule.block.cite is None:
+        return None
+    for offset, (_, line) in enumerate(lines, 1):
+        text = peel(line[:MAX_LINE]).text
+        if any((m := p.search(text)) and m.groupdict().get(rule.block.cite) for p in rule.block.fields):
+            return line_no + offset, line[:MAX_LINE]
+    return None
 
 
 def _block_fields(rule: Rule, lines: list[tuple[int, str]], consumed: set[int]) -> dict[str, str]:
@@ -566,7 +583,7 @@ def _unexplained(mark: Mark, source: str, base: Identity, line_identity: Identit
         severity="error",
         message=message,
         identity=identity.merged_over(base),
-        evidence=Evidence(source, line_no, clean(raw)),
+        evidence=Evidence(source, line_no, clean(raw), rule_id=UNEXPLAINED_RULE_ID),
         fields={"marker": mark.marker, "signature": signature(message), "error": message},
         time=when[0] if when else None,
         time_has_year=when[1] if when else True,
@@ -586,7 +603,7 @@ def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw
         severity=rule.severity,
         message=rule.render(fields),
         identity=identity.merged_over(base),
-        evidence=Evidence(source, line_no, clean(raw)),
+        evidence=Evidence(source, line_no, clean(raw), rule_id=rule.id),
         fields=fields,
         time=when[0] if when else None,
         time_has_year=when[1] if when else True,

@@ -6,6 +6,7 @@ import json
 from typing import Any, TextIO
 
 from triage.model import Culprit, Evidence, Hypothesis, Report, Unexplained
+from triage.report.views import ReportView
 from triage.unexplained import format_time, rule_command
 
 SCHEMA_VERSION = 1
@@ -88,7 +89,7 @@ def _unexplained(u: Unexplained) -> dict[str, Any]:
 
 
 def _evidence(ev: Evidence) -> dict[str, Any]:
-    return {"source": ev.source, "line": ev.line, "text": ev.text}
+    return {"source": ev.source, "line": ev.line, "text": ev.text, "rule": ev.rule_id}
 
 
 def _culprit(c: Culprit) -> dict[str, Any]:
@@ -106,11 +107,30 @@ def _hypothesis(h: Hypothesis) -> dict[str, Any]:
 def _first_event(events: list[Any]) -> dict[str, Any] | None:
     for event in events:
         if event.kind.value in ("timeout", "error", "peer-error", "exit", "culprit-named"):
-            return {"rule": event.rule_id, "kind": event.kind.value, "message": event.message,
-                    **_evidence(event.evidence)}
+            where = {"source": event.evidence.source, "line": event.evidence.line, "text": event.evidence.text}
+            return {"rule": event.rule_id, "kind": event.kind.value, "message": event.message, **where}
     return None
 
 
 def write(report: Report, out: TextIO) -> None:
     json.dump(to_dict(report), out, indent=2, ensure_ascii=False)
     out.write("\n")
+
+
+class JsonFormat:
+    name = "json"
+    summary = "one versioned JSON object (schemas/report-v1.schema.json)"
+
+    def write(self, view: ReportView, out: TextIO, *, color: bool | None = None) -> None:
+        write(view.report, out)
+
+    def write_error(self, message: str, version: str, out: TextIO) -> None:
+        """The analysis did not run: `verdict` null, and the reason in `errors[]`."""
+        json.dump({"schema_version": SCHEMA_VERSION, "tool": {"name": "triage", "version": version},
+                   "verdict": None, "world_size": {"value": None, "from": None}, "hosts": [],
+                   "ranks": [], "sources": [], "errors": [{"source": None, "reason": message}]},
+                  out, indent=2, ensure_ascii=False)
+        out.write("\n")
+
+
+FORMATTER = JsonFormat()

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from triage.model import Culprit, Report, Status, Unexplained
 from triage.ranks import fmt_ranks
+from triage.report.views import GridFold, ReportView, grid, victims_line, who
 from triage.unexplained import rule_command
 
 _ROLE_MARK = {"culprit": "X", "failed": "E", "victim": "T", "ok": "·", "missing": "?",
@@ -24,18 +25,39 @@ _STATUS_STYLE = {Status.DIAGNOSED: "bold white on red", Status.INCONCLUSIVE: "bo
                  Status.NO_FAILURE: "bold black on green"}
 _MAX_EVIDENCE = 6
 _MAX_UNEXPLAINED = 8  # signatures shown; JSON has them all
-_ROW = 32  # ranks per row when hosts are unknown
+
+
+class Terminal:
+    name = "terminal"
+    summary = "the report for a person: verdict, evidence, next steps, rank picture (default)"
+
+    def write(self, view: ReportView, out: TextIO, *, color: bool | None = None) -> None:
+        for block in render(view.report, view):
+            _console(out, color).print(block)
+
+    def write_error(self, message: str, version: str, out: TextIO) -> None:
+        _console(out, False).print(Text(f"triage {version}: error: {message}"))
+
+
+FORMATTER = Terminal()
+
+
+def _console(out: TextIO, color: bool | None) -> Console:
+    return Console(file=out, highlight=False, soft_wrap=True,
+                   no_color=None if color is None else not color,
+                   force_terminal=color if color else None)
 
 
 def write(report: Report, out: TextIO, *, color: bool | None = None) -> None:
-    console = Console(file=out, highlight=False, soft_wrap=True,
-                      no_color=None if color is None else not color,
-                      force_terminal=color if color else None)
+    console = _console(out, color)
     for block in render(report):
         console.print(block)
 
 
-def render(report: Report) -> list[Text]:
+def render(report: Report, view: ReportView | None = None) -> list[Text]:
+    if view is None:
+        from triage.report.views import build
+        view = build(report)
     v = report.verdict
     blocks: list[Text] = [_header(report)]
     head = Text()
@@ -44,16 +66,14 @@ def render(report: Report) -> list[Text]:
         head.append(f"  phase {v.phase.value} · {v.category.value} · confidence {v.confidence:.2f}")
     blocks.append(head)
     blocks.extend(_culprit_line(c) for c in v.culprits)
-    victims = [r for r, s in report.ranks.items() if s.role == "victim"]
-    if victims and v.status is Status.DIAGNOSED:
-        blocks.append(Text(f"Victims: {len(victims)} rank{'s' if len(victims) != 1 else ''} "
-                           f"({fmt_ranks(victims)}) timed out or lost a peer because of it",
-                           style="dim"))
+    if victims := victims_line(view):
+        blocks.append(Text(f"Victims: {victims}", style="dim"))
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
-    evidence = [(c, e) for c in v.culprits for e in c.evidence][:_MAX_EVIDENCE]
+    evidence = view.findings[:_MAX_EVIDENCE]
     if evidence:
         blocks.append(Text("\nEvidence:", style="bold"))
-        for _, ev in evidence:
+        for finding in evidence:
+            ev = finding.evidence
             line = Text(f"  {ev.source}:{ev.line}", style="cyan")
             line.append("\n    ")
             line.append(ev.text)  # literal: no markup is interpreted
@@ -86,13 +106,7 @@ def _header(report: Report) -> Text:
 
 
 def _who(c: Culprit) -> str:
-    if c.kind == "link":
-        if c.rank is not None:  # a link between two ranks' devices (HCCL)
-            return f"link rank {c.rank} ({c.host}) ↔ {c.peer}"
-        return f"link {c.peer} ↔ {c.host}"
-    if c.kind == "host":
-        return f"host {c.host}"
-    return f"rank {c.rank}" + (f" ({c.host})" if c.host else "")
+    return who(c)
 
 
 def _culprit_line(c: Culprit) -> Text:
@@ -105,8 +119,7 @@ def _culprit_line(c: Culprit) -> Text:
 def _rank_picture(report: Report) -> list[Text]:
     legend = Text("\nRanks ", style="bold")
     legend.append("X culprit  E failed  T timed out / lost a peer  · ok  ? no log", style="dim")
-    rows = _host_rows(report) if all(s.host for s in report.ranks.values()) else _block_rows(report)
-    return [legend, *_fold(rows), *_progress(report)]
+    return [legend, *_fold(grid(report)), *_progress(report)]
 
 
 def _progress(report: Report) -> list[Text]:
@@ -127,44 +140,16 @@ def _progress(report: Report) -> list[Text]:
     return [line]
 
 
-def _host_rows(report: Report) -> list[tuple[str, list[str], list[int]]]:
-    by_host: dict[str, list[tuple[int, str]]] = {}
-    for rank, state in report.ranks.items():
-        by_host.setdefault(state.host or "?", []).append((rank, state.role))
-    rows = []
-    for host, members in by_host.items():
-        members.sort()
-        rows.append((host, [role for _, role in members], [r for r, _ in members]))
-    return rows
-
-
-def _block_rows(report: Report) -> list[tuple[str, list[str], list[int]]]:
-    ranks = sorted(report.ranks)
-    rows = []
-    for i in range(0, len(ranks), _ROW):
-        chunk = ranks[i:i + _ROW]
-        rows.append((f"ranks {chunk[0]}-{chunk[-1]}", [report.ranks[r].role for r in chunk], chunk))
-    return rows
-
-
-def _fold(rows: list[tuple[str, list[str], list[int]]]) -> list[Text]:
-    """One line per row, consecutive rows with the same marks folded into one."""
-    width = max((len(label) for label, _, _ in rows), default=0)
+def _fold(folds: list[GridFold]) -> list[Text]:
+    """One line per fold of identical rows (views.grid)."""
+    width = max((len(f.label) for f in folds), default=0)
     lines: list[Text] = []
-    i = 0
-    while i < len(rows):
-        j = i
-        while j + 1 < len(rows) and rows[j + 1][1] == rows[i][1]:
-            j += 1
-        label = rows[i][0] if i == j else f"{rows[i][0]} … {rows[j][0]}"
-        ranks = [r for _, _, rs in rows[i:j + 1] for r in rs]
-        line = Text(f"  {label:<{width}}  ")
-        for role in rows[i][1]:
+    for fold in folds:
+        line = Text(f"  {fold.label:<{width}}  ")
+        for role in fold.rows[0].roles:
             line.append(_ROLE_MARK.get(role, "·"), style=_ROLE_STYLE.get(role, ""))
-        count = f"{j - i + 1} hosts, " if j > i and not rows[i][0].startswith("ranks") else ""
-        line.append(f"  {count}ranks {fmt_ranks(ranks)}", style="dim")
+        line.append(f"  {fold.count}ranks {fmt_ranks(fold.ranks)}", style="dim")
         lines.append(line)
-        i = j + 1
     return lines
 
 

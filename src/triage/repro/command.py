@@ -18,7 +18,9 @@ from rich.text import Text
 from triage import exitcodes
 from triage.api import analyze
 from triage.ingest.discover import REPORT_JSON, REPORT_TEXT  # `analyze` skips these in a folder
-from triage.report import render
+from triage.model import Status
+from triage.report import FORMATS, render
+from triage.report import outputs as report_outputs
 from triage.repro import launch, launched, placement, present
 from triage.repro.coordinator import Outcome, run_standalone
 from triage.repro.options import (
@@ -42,14 +44,14 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "triage repro needs PyTorch: pip install 'triage[repro]'"
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
-FORMATS = ("terminal", "json")
 HELP = (
     "Check live that every rank can reach every other: communicator init, first collective, then "
     "timed and verified all-reduces, each phase under its own deadline; names the rank, link and "
     "phase at fault with the same engine as `analyze`. Standalone it launches --world-size local "
     "ranks (one per GPU with NCCL); under torchrun, srun or mpirun each process is one rank, and rank 0 "
     "reports for all. The verdict is printed and written to triage-report.txt in the log folder. "
-    "Exit codes: " + "; ".join(f"{code} {text}" for code, text in exitcodes.TABLE) + "."
+    + exitcodes.help_text("usage error (bad option, PyTorch missing, ranks that cannot be placed or "
+                          "launched)", extra=((INTERRUPTED, "interrupted (Ctrl-C)"),))
 )
 
 
@@ -86,13 +88,23 @@ def repro(
     log_dir: Annotated[Path | None, typer.Option(
         help="Where the ranks write their logs and the report (default: a new folder "
              "triage-repro-<time> in the current directory; under a launcher, on every node).")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="Output: terminal or json.")] = "terminal",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"Format on stdout: {', '.join(FORMATS)}.")]
+    = "terminal",
+    output: Annotated[list[str] | None, typer.Option(
+        "--output", "-o", metavar="FORMAT=PATH",
+        help="Also write the report as FORMAT to PATH (repeatable), e.g. -o junit=repro.xml.")] = None,
+    fail_on: Annotated[str, typer.Option(
+        "--fail-on", metavar="STATUSES",
+        help=f"Verdicts that exit non-zero: comma-separated {', '.join(exitcodes.FAIL_ON_CHOICES)}.")]
+    = "diagnosed,inconclusive",
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="No banner, phases or log paths on stdout: the report only.")] = False,
 ) -> None:
     if importlib.util.find_spec("torch") is None:
         _fail(INSTALL_HINT)
     try:
-        if fmt not in FORMATS:
-            raise OptionError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        files = _output_files(fmt, output or [])
+        failing = exitcodes.parse_fail_on(fail_on)
         if backend not in BACKENDS:
             raise OptionError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if inject is not None and inject not in INJECT_KINDS:
@@ -103,10 +115,11 @@ def repro(
                                              "operator_load": timeout_operator_load,
                                              "execution": timeout_execution})
         env = launch.detect(os.environ)
-    except (OptionError, launch.LaunchError) as exc:
+    except (OptionError, launch.LaunchError, ValueError) as exc:
         _fail(str(exc))
     settings = _Settings(world_size, backend, ranks_per_gpu, deadlines, sizes, iters, bisect,
-                         Injection(inject, inject_rank, inject_phase) if inject else None, log_dir, fmt)
+                         Injection(inject, inject_rank, inject_phase) if inject else None, log_dir, fmt,
+                         _Delivery(fmt, files, failing, quiet))
     if env is not None:
         raise typer.Exit(_launched(settings, env))
     try:
@@ -116,13 +129,40 @@ def repro(
     raise typer.Exit(code)
 
 
+def _output_files(fmt: str, specs: list[str]) -> list[report_outputs.Output]:
+    """The --output files (repro always prints its report on stdout too)."""
+    try:
+        planned = report_outputs.plan(fmt, specs)
+    except report_outputs.OutputError as exc:
+        raise OptionError(str(exc)) from None
+    files = [o for o in planned if o.path is not None]
+    if len(planned) == len(files):  # a bare PATH: repro keeps stdout and its report files
+        raise OptionError("--output takes FORMAT=PATH here (the report is printed and written to the log "
+                          "folder anyway)")
+    return files
+
+
+class _Delivery:
+    """What the verdict becomes: stdout in `fmt`, the --output files, the exit code."""
+
+    def __init__(self, fmt: str, files: list[report_outputs.Output], fail_on: frozenset[Status],
+                 quiet: bool) -> None:
+        self.fmt, self.files, self.fail_on, self.quiet = fmt, files, fail_on, quiet
+
+    @property
+    def banners(self) -> bool:
+        """Header, phases and log paths on stdout: only around the terminal report, unless --quiet."""
+        return self.fmt == "terminal" and not self.quiet
+
+
 class _Settings:
     def __init__(self, world_size: int | None, backend: str, ranks_per_gpu: int, deadlines: dict[str, float],
                  sizes: str | None, iters: int, bisect: bool, inject: Injection | None,
-                 log_dir: Path | None, fmt: str) -> None:
+                 log_dir: Path | None, fmt: str, delivery: _Delivery | None = None) -> None:
         self.world_size, self.backend, self.ranks_per_gpu = world_size, backend, ranks_per_gpu
         self.deadlines, self.sizes, self.iters, self.bisect = deadlines, sizes, iters, bisect
         self.inject, self.log_dir, self.fmt = inject, log_dir, fmt
+        self.delivery = delivery or _Delivery(fmt, [], exitcodes.FAIL_ON_DEFAULT, False)
 
     def options(self, backend: str, world: int, log_dir: Path) -> ReproOptions:
         if self.inject is not None and not 0 <= self.inject.rank < world:
@@ -161,9 +201,9 @@ def _standalone(s: _Settings) -> int:
     log_dir = new_log_dir(s.log_dir)
     opts.log_dir = str(log_dir)
     con = present.console(sys.stdout)
-    if s.fmt == "terminal":
+    if s.delivery.banners:
         present.header(con, opts, "on this host")
-    say_logs(log_dir, s.fmt, at_start=True)
+    say_logs(log_dir, s.fmt, at_start=True, quiet=s.delivery.quiet)
     try:
         outcome = run_standalone(opts, s.bisect)
     except SpawnError as exc:
@@ -173,7 +213,7 @@ def _standalone(s: _Settings) -> int:
         present.console(sys.stderr).print(Text(f"triage repro: interrupted; the ranks were ended; "
                                                f"logs in {log_dir}"))
         raise typer.Exit(INTERRUPTED) from None
-    return deliver(outcome, log_dir, s.fmt)
+    return deliver(outcome, log_dir, s.delivery)
 
 
 def new_log_dir(given: Path | None) -> Path:
@@ -188,12 +228,16 @@ def new_log_dir(given: Path | None) -> Path:
 
 # -- the verdict, in both modes -------------------------------------------------------------------
 
-def deliver(outcome: Outcome, log_dir: Path, fmt: str) -> int:
-    """Analyse the run's logs with `analyze`'s engine; print the verdict and write it to the log folder."""
+def deliver(outcome: Outcome, log_dir: Path, how: _Delivery | str) -> int:
+    """Analyse the run's logs with `analyze`'s engine; print the verdict and write it to the log folder
+    and to the --output files."""
+    if isinstance(how, str):
+        how = _Delivery(how, [], exitcodes.FAIL_ON_DEFAULT, False)
+    fmt = how.fmt
     report = analyze([log_dir], world_size=outcome.run.opts.job_world_size)
-    code = exitcodes.exit_code(report)
-    unexplained = code == exitcodes.NO_FAILURE and (outcome.failed or outcome.slow)
-    if unexplained:
+    unexplained = report.verdict.status is Status.NO_FAILURE and (outcome.failed or outcome.slow)
+    code = exitcodes.exit_code(report, how.fail_on)
+    if unexplained and Status.INCONCLUSIVE in how.fail_on:
         # The run itself saw a failure that no rule recognised: never report that as a pass.
         code = exitcodes.INCONCLUSIVE
     text = io.StringIO()
@@ -201,12 +245,13 @@ def deliver(outcome: Outcome, log_dir: Path, fmt: str) -> int:
     (log_dir / REPORT_TEXT).write_text(text.getvalue(), encoding="utf-8")
     with open(log_dir / REPORT_JSON, "w", encoding="utf-8") as f:
         render(report, "json", f)
-    if fmt == "terminal":
+    if fmt == "terminal" and not how.quiet:
         _print_run(sys.stdout, outcome, report, unexplained, color=None)
     else:
-        render(report, "json", sys.stdout)
+        render(report, fmt, sys.stdout)
+    report_outputs.write_report(report, how.files)
     sys.stdout.flush()
-    say_logs(log_dir, fmt, at_start=False)
+    say_logs(log_dir, fmt, at_start=False, quiet=how.quiet)
     return code
 
 
@@ -222,8 +267,9 @@ def _print_run(out: TextIO, outcome: Outcome, report: Report, unexplained: bool,
                        "logs: inconclusive", style="bold"))
 
 
-def say_logs(log_dir: Path, fmt: str, *, at_start: bool) -> None:
-    stream = sys.stderr if fmt == "json" else sys.stdout  # json: stdout holds the report only
+def say_logs(log_dir: Path, fmt: str, *, at_start: bool, quiet: bool = False) -> None:
+    # Machine formats (and --quiet): stdout holds the report only.
+    stream = sys.stdout if fmt == "terminal" and not quiet else sys.stderr
     if at_start:
         present.console(stream).print(Text(f"logs: {log_dir}", style="dim"))
         return
@@ -273,9 +319,9 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
     os.write(2, b"".join(held))  # what the store's client said while we met, now in the log
     nodes = f"{env.nodes} node{'s' if env.nodes > 1 else ''}"
     if env.rank == 0:
-        if s.fmt == "terminal":
+        if s.delivery.banners:
             present.header(present.console(sys.stdout), opts, f"under {env.launcher} ({nodes})")
-        say_logs(log_dir, s.fmt, at_start=True)
+        say_logs(log_dir, s.fmt, at_start=True, quiet=s.delivery.quiet)
         log.line(f"launching {env.world_size} ranks (world size {env.world_size}) under {env.launcher} on "
                  f"{nodes}, backend {backend}, pid {os.getpid()}")
         if s.bisect:
@@ -286,4 +332,4 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
         present.console(console_out).print(Text(f"triage repro: the logs of this node ({launched.host_name()}) "
                                                 f"are in {log_dir}", style="dim"))
     supervisor = launched.Launched(opts, env, store, log_dir, launched.new_run(opts, env, log), waiting, stop)
-    return launched.run(supervisor, log, lambda outcome, folder: deliver(outcome, folder, s.fmt))
+    return launched.run(supervisor, log, lambda outcome, folder: deliver(outcome, folder, s.delivery))
