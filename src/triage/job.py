@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from triage.groups import build_groups
 from triage.identity import about_another, resolve
 from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
-from triage.parse.clock import YEARLESS
 from triage.ranks import parse_ranks
 
 
@@ -153,16 +152,18 @@ def _time_key(event: Event) -> tuple[float, str, int]:
 
 
 def _place_yearless_times(events: list[Event]) -> None:
-    """Give c10/glog times (no year) the year the rest of the job's clocks show."""
+    """Give c10/glog times (no year) the year the rest of the job's clocks show: the same month,
+    day and time in that year (not a fixed shift from the placeholder year, which lands a day late
+    after February in a common year and puts a glog timeout after the next day's lines)."""
     years = Counter(time.gmtime(e.time).tm_year for e in events if e.time and e.time_has_year)
     year = years.most_common(1)[0][0] if years else time.gmtime().tm_year
-    shift = calendar.timegm((year, 1, 1, 0, 0, 0, 0, 0, 0)) - calendar.timegm(
-        (YEARLESS, 1, 1, 0, 0, 0, 0, 0, 0))
     for event in events:
         if event.time is not None and not event.time_has_year:
-            # 2000 is a leap year: dates after Feb 28 of a common year land one day late. Harmless
-            # for ordering within a job, which is all these times are used for.
-            event.time += shift
+            tm = time.gmtime(event.time)
+            fraction = event.time - int(event.time)
+            # Feb 29 of the placeholder leap year becomes Mar 1 of a common year (timegm normalises).
+            event.time = calendar.timegm((year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                                          0, 0, 0)) + fraction
             event.time_has_year = True
 
 

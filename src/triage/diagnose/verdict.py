@@ -256,7 +256,9 @@ def _undecided(ctx: Context, candidates: list[Hypothesis]) -> str:
     no_log = [r for r, s in ctx.job.ranks.items() if not s.has_log]
     parts = ["The evidence does not settle which rank broke the job."]
     if waiters:
-        parts.append(f"{len(waiters)} of {len(ctx.expected)} ranks timed out or lost a peer")
+        known = ctx.job.world_size_from not in (None, "highest rank seen")
+        parts.append(f"{len(waiters)} of {len(ctx.expected)} ranks timed out or lost a peer" if known else
+                     f"{len(waiters)} rank{'s' if len(waiters) != 1 else ''} here timed out or lost a peer")
         if no_log:
             parts[-1] += (f"; ranks {fmt_ranks(no_log)} left no log, and the culprit is likely "
                           "among them")

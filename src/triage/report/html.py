@@ -3,7 +3,7 @@
 Everything is inline (CSS, SVG, one tiny script) and a Content-Security-Policy forbids loading
 anything else, so the page opens offline and shows the same thing years later. Every piece of log
 text goes through `html.escape`; the one script is allowed by its hash, so even a line that slipped
-through could not run. The pictures are drawn here, server-side: the host × local-rank grid (runs
+through could not run. The pictures are drawn here, server-side: the host-by-local-rank grid (runs
 of identical hosts folded into a <details>, every rank still one cell) and a per-rank timeline
 (ranks whose stories match folded into one row). A culprit's cell and timeline bar link to its
 evidence (`#ev-<n>`); every cell has a tooltip.
@@ -201,7 +201,7 @@ def _who_short(rank: int | None, host: str | None) -> str:
     return f"rank {rank}" + (f" ({host})" if host else "")
 
 
-# --- the host × local-rank grid --------------------------------------------------------------------
+# --- the host-by-local-rank grid --------------------------------------------------------------------
 
 def _legend(roles: set[str]) -> str:
     shown = [r for r in _ROLE_ORDER if r in roles or r in ("culprit", "failed", "victim", "ok", "missing")]
@@ -295,7 +295,7 @@ def _marks(events: list[Event]) -> tuple[dict[str, float], list[str], float | No
         if times:
             marks[kind] = max(times) if last else min(times)
         elif kind != "start":
-            untimed.append(dict((k, label) for k, _, label in _MARKS)[kind])
+            untimed.append({k: label for k, _, label in _MARKS}[kind])
 
     first("init", (Kind.INIT_START, Kind.INIT_DONE))
     first("progress", (Kind.PROGRESS,), last=True)
@@ -312,9 +312,9 @@ def _stories(view: ReportView) -> list[_Story]:
     for r in view.ranks:
         marks, untimed, start, end = _marks(view.report.ranks[r.rank].events)
         got_to = (r.milestone or "no log").replace("_", " ") + (f" (step {r.step})" if r.step is not None else "")
-        key = (r.role, got_to, tuple(sorted(marks)), tuple(untimed), start is None)
-        if r.role == "culprit":
-            key = (*key, r.rank)  # a culprit always has a row of its own
+        # a culprit always has a row of its own
+        key = (r.role, got_to, tuple(sorted(marks)), tuple(untimed), start is None,
+               r.rank if r.role == "culprit" else None)
         story = stories.setdefault(key, _Story([], r.role, got_to, {}, untimed, [], []))
         story.ranks.append(r.rank)
         for kind, t in marks.items():
@@ -351,7 +351,7 @@ def _timeline(view: ReportView, evidence_of: dict[int, int]) -> str:
         if story.start:
             a, b = x(min(story.start)), x(max(story.end))
             shapes = [f'<rect class="b-{_e(story.role)}" x="{a:.1f}" y="4" width="{max(b - a, 2):.1f}" '
-                      f'height="10" rx="2"><title>{_e(who)}: {_e(_clock(min(story.start)))} – '
+                      f'height="10" rx="2"><title>{_e(who)}: {_e(_clock(min(story.start)))} to '
                       f"{_e(_clock(max(story.end)))}</title></rect>"]
             for kind, cls, label in _MARKS:
                 ts = story.marks.get(kind)
@@ -386,7 +386,7 @@ def _clock(t: float) -> str:
 
 
 def _duration(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     return f"{s // 3600}h {s // 60 % 60:02d}m {s % 60:02d}s" if s >= 3600 else f"{s // 60}m {s % 60:02d}s"
 
 

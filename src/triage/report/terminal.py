@@ -14,7 +14,7 @@ from rich.text import Text
 
 from triage.model import Culprit, Report, Status, Unexplained
 from triage.ranks import fmt_ranks
-from triage.report.views import GridFold, ReportView, grid, victims_line, who
+from triage.report.views import GridFold, ReportView, grid, job_size, victims_line, who
 from triage.unexplained import rule_command
 
 _ROLE_MARK = {"culprit": "X", "failed": "E", "victim": "T", "ok": "·", "missing": "?",
@@ -99,9 +99,8 @@ def render(report: Report, view: ReportView | None = None) -> list[Text]:
 def _header(report: Report) -> Text:
     hosts = {s.host for s in report.ranks.values() if s.host}
     read = sum(1 for s in report.sources if s.skipped is None)
-    size = f"{report.world_size} ranks" if report.world_size else "world size unknown"
     where = f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else ""
-    return Text(f"triage {report.version} — {size}{where}, {read} source"
+    return Text(f"triage {report.version} — {job_size(report)}{where}, {read} source"
                 f"{'s' if read != 1 else ''} read", style="dim")
 
 

@@ -169,7 +169,7 @@ class GridFold:
 
 
 def grid(report: Report) -> list[GridFold]:
-    """The host × local-rank picture, runs of identical rows folded (terminal and html draw it)."""
+    """The host-by-local-rank picture, runs of identical rows folded (terminal and html draw it)."""
     by_host = all(s.host for s in report.ranks.values())
     rows = _host_rows(report) if by_host else _block_rows(report)
     folds: list[GridFold] = []
@@ -201,3 +201,13 @@ def _block_rows(report: Report) -> list[GridRow]:
         chunk = ranks[i:i + GRID_ROW]
         rows.append(GridRow(f"ranks {chunk[0]}-{chunk[-1]}", [report.ranks[r].role for r in chunk], chunk))
     return rows
+
+
+def job_size(report: Report) -> str:
+    """`16 ranks`; a size only guessed from the highest rank seen is not stated as known."""
+    n = report.world_size
+    if not n:
+        return "world size unknown"
+    if report.world_size_from == "highest rank seen":
+        return f"world size unknown ({n} rank{'s' if n != 1 else ''} seen)"
+    return f"{n} rank{'s' if n != 1 else ''}"
