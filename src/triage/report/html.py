@@ -20,7 +20,7 @@ from typing import TextIO
 
 from triage.model import Event, Kind, Report, Status, Unexplained
 from triage.ranks import fmt_ranks
-from triage.report.views import FAILING_ROLES, RankView, ReportView, grid, locate, victims_line
+from triage.report.views import FAILING_ROLES, RankView, ReportView, grid, job_size, locate, victims_line
 
 _ROLE_LABEL = {"culprit": "culprit", "failed": "failed", "victim": "victim (timed out / lost a peer)",
                "ok": "ok", "missing": "no log", "unknown": "unknown", "silent": "silent"}
@@ -159,7 +159,7 @@ def _verdict(view: ReportView, evidence_of: dict[int, int]) -> str:
     report, v = view.report, view.report.verdict
     hosts = len(view.hosts)
     read = sum(1 for s in report.sources if s.skipped is None)
-    size = f"{report.world_size} ranks" if report.world_size else "world size unknown"
+    size = job_size(report)
     meta = (f"{size}" + (f" on {hosts} host{'s' if hosts != 1 else ''}" if hosts else "")
             + f", {read} source{'s' if read != 1 else ''} read")
     out = [f'<header><h1 id="verdict"><span class="badge s-{v.status.value}">{_e(view.status_label)}</span>'
