@@ -20,7 +20,15 @@ from typing import TextIO
 
 from triage.model import Event, Kind, Report, Status, Unexplained
 from triage.ranks import fmt_ranks
-from triage.report.views import FAILING_ROLES, RankView, ReportView, grid, job_size, locate, victims_line
+from triage.report.views import (
+    FAILING_ROLES,
+    RankView,
+    ReportView,
+    grid,
+    job_size,
+    locate,
+    victims_line,
+)
 
 _ROLE_LABEL = {"culprit": "culprit", "failed": "failed", "victim": "victim (timed out / lost a peer)",
                "ok": "ok", "missing": "no log", "unknown": "unknown", "silent": "silent"}
