@@ -1,49 +1,138 @@
-"""Find the files among the paths the user gave: files and folders (recursively)."""
+"""Find the files among the paths the user gave: files and folders (walked without recursion)."""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from triage.ingest.open import Stream, Unreadable, expand
+from triage.ingest.open import Stream, Unreadable, display_name, expand
 
 # What `triage repro` writes next to the logs it analysed: a verdict, not a log of the job.
 REPORT_TEXT, REPORT_JSON = "triage-report.txt", "triage-report.json"
 OWN_REPORTS = frozenset({REPORT_TEXT, REPORT_JSON})
+# Folders deeper than this under a named folder are not entered (reported): no log layout nests so.
+MAX_FOLDER_DEPTH = 64
+# Kernel file systems: their "regular" files (/proc/kmsg, trace_pipe) can block a read for ever.
+_KERNEL_ROOTS = ("/proc", "/sys")
+
+
+def _kernel_devices() -> frozenset[int]:
+    return frozenset(Path(root).stat().st_dev for root in _KERNEL_ROOTS if Path(root).exists())
+
+
+_KERNEL_DEVICES = _kernel_devices()
+
+
+def special_reason(path: str | Path, st: os.stat_result) -> str | None:
+    """Why a file (its stat, links followed) must not be opened for reading; None for a plain file."""
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a special file")
+        return f"{kind}, not a regular file: not read"
+    real = os.path.realpath(path)
+    if st.st_dev in _KERNEL_DEVICES or any(real == r or real.startswith(r + "/") for r in _KERNEL_ROOTS):
+        return "a kernel file (/proc, /sys), not a log: not read"
+    return None
 
 
 def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
-    """Each file named or found under a named folder, in a stable order; problems as Unreadable."""
+    """Each file named or found under a named folder, in a stable order; problems as Unreadable.
+
+    Special files (FIFOs, devices, sockets, /proc entries), links to them included, are reported
+    and never opened.
+    """
     for raw in paths:
         if raw == "-":
             continue
         path = Path(raw)
-        if path.is_dir():
-            found = False
-            # followlinks=False: a symlinked folder is not entered, so a loop cannot trap the walk.
-            for root, dirs, files in os.walk(path, onerror=None, followlinks=False):
-                dirs.sort()
-                for name in sorted(files):
-                    found = True
-                    if name not in OWN_REPORTS:
-                        yield Path(root) / name
-            if not found:
-                yield Unreadable(raw, "folder holds no files")
-        elif path.is_file():
-            yield path
-        elif path.exists():
-            yield Unreadable(raw, "not a regular file")
+        try:
+            st = path.stat()  # follows links
+        except FileNotFoundError:
+            yield Unreadable(display_name(raw), "no such file or folder")
+            continue
+        except OSError as exc:
+            yield Unreadable(display_name(raw), (exc.strerror or str(exc)).lower())
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            yield from _walk(path, raw)
+        elif (reason := special_reason(path, st)) is not None:
+            yield Unreadable(display_name(raw), reason)
         else:
-            yield Unreadable(raw, "no such file or folder")
+            yield path
+
+
+def _walk(top: Path, raw: str) -> Iterator[Path | Unreadable]:
+    """Files under a folder: each folder's files (sorted), then its sub-folders, depth first.
+
+    Iterative, with a depth bound; a symlinked folder is not entered, so a loop cannot trap the walk.
+    """
+    found = False
+    stack: list[tuple[Path, int]] = [(top, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            found = True  # said, not "holds no files"
+            reason = (exc.strerror or str(exc)).lower()
+            yield Unreadable(display_name(str(folder)), f"folder cannot be read: {reason}")
+            continue
+        folders: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                    continue
+                if entry.is_symlink() and entry.is_dir():
+                    continue  # a symlinked folder is not entered
+                st = entry.stat()  # follows links: a link to a FIFO is a FIFO
+            except OSError as exc:
+                found = True
+                yield Unreadable(display_name(entry.path), (exc.strerror or str(exc)).lower())
+                continue
+            found = True
+            if entry.name in OWN_REPORTS:
+                continue
+            why = special_reason(entry.path, st)
+            yield Path(entry.path) if why is None else Unreadable(display_name(entry.path), why)
+        if folders and depth >= MAX_FOLDER_DEPTH:
+            found = True
+            yield Unreadable(display_name(str(folder)),
+                             f"sub-folders nested deeper than {MAX_FOLDER_DEPTH} levels: not entered")
+            continue
+        stack.extend((sub, depth + 1) for sub in reversed(folders))
+    if not found:
+        yield Unreadable(display_name(raw), "folder holds no files")
 
 
 def open_file(path: Path) -> Iterator[Stream | Unreadable]:
-    name = str(path)
+    name = display_name(str(path))
     try:
-        fileobj = open(path, "rb")  # noqa: SIM115 - closed below, after its streams are read
+        before = path.stat()
+        if (reason := special_reason(path, before)) is not None:
+            yield Unreadable(name, reason)
+            return
+        # O_NONBLOCK: if the file became a FIFO since, opening it cannot hang; checked again below.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         yield Unreadable(name, (exc.strerror or str(exc)).lower())
         return
-    with fileobj:
+    try:
+        reason = special_reason(path, os.fstat(fd))
+        if reason is None and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+    if reason is not None:
+        os.close(fd)
+        yield Unreadable(name, reason)
+        return
+    with open(fd, "rb", buffering=0) as fileobj:
         yield from expand(name, fileobj)

@@ -84,9 +84,11 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
             info.skipped = f"cannot be read: {reason}"
             return info, []
         info.notes.append(f"read stopped early, after {stats.bytes} bytes: {reason}")
+    info.notes += stream.notes  # a decompression budget cut: what was read before it is kept
     info.lines, info.bytes, info.events = stats.lines, stats.bytes, len(events)
     if stats.last_line:
         info.last_line = Evidence(stream.name, *stats.last_line)
+    info.notes += stats.notes()
     if stats.replaced:
         info.notes.append("not valid UTF-8 in places: those bytes were read as U+FFFD")
     if stats.bytes == 0 and not info.skipped:
