@@ -331,19 +331,28 @@ def from_host_slots(state: _State) -> None:
         i.host for i in state.writers.identities.values() if i.host}
     only_host = next(iter(known_hosts)) if len(known_hosts) == 1 else None
 
-    def lookup(host: str | None, local: int | None) -> tuple[int, str] | None:
+    def lookup(host: str | None, local: int | None, key: str | None = None) -> tuple[int, str] | None:
         host = host or only_host
         if host is None or local is None:
             return None
         if (host, local) in slots:
             return slots[(host, local)], "host and local rank, matched elsewhere"
         if bases.get(host):
-            base = bases[host].most_common(1)[0][0] + local
-            return (base, "host's rank base plus local rank") if base >= 0 else None
+            base = bases[host].most_common(1)[0][0]
+            rank = base + local
+            if rank >= 0 and (not state.world_size or rank < state.world_size):
+                return rank, "host's rank base plus local rank"
+            # Slots that no static launch gives (local rank 1000 holding rank 3): the arithmetic
+            # would give a negative or out-of-world rank, so none is given and the clash is said.
+            if key is not None:
+                known = ", ".join(f"local rank {lr} is rank {r}" for (h, lr), r in sorted(slots.items())
+                                  if h == host and r - lr == base)
+                state.conflict(key, f"rank: on {host} {known[:200]}, so local rank {local} would be rank "
+                               f"{rank}, which no job has; its rank is left unknown")
         return None
 
-    for ident in state.writers.identities.values():
-        if ident.rank is None and (found := lookup(ident.host, ident.local_rank)):
+    for key, ident in state.writers.identities.items():
+        if ident.rank is None and (found := lookup(ident.host, ident.local_rank, key)):
             ident.rank, ident.learnt_from["rank"] = found
     for event in _still_unknown(state):
         ident = event.identity

@@ -18,6 +18,11 @@ from triage.identity import about_another, resolve
 from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
 from triage.ranks import parse_ranks
 
+# A world size is a number a log or a user states, never an allocation size: up to this many ranks
+# every rank gets a state (the grid shows each); beyond it only ranks with a log, an event or a name
+# do, and the others are kept as ranges (`Job.unlisted`).
+DENSE_RANKS = 8192
+
 
 @dataclass
 class Job:
@@ -27,6 +32,8 @@ class Job:
     events: list[Event]  # every event, in time order where times are known
     ip_hosts: dict[str, str] = field(default_factory=dict)  # address -> host name
     groups: dict[str, ProcessGroup] = field(default_factory=dict)  # process groups seen
+    # Ranks of a world larger than DENSE_RANKS that left no log and no event: (first, last) ranges.
+    unlisted: list[tuple[int, int]] = field(default_factory=list)
 
     def hosts(self) -> dict[str, list[int]]:
         by_host: dict[str, list[int]] = defaultdict(list)
@@ -48,7 +55,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
             ranks[rank] = RankState(rank=rank)
         return ranks[rank]
 
-    if size:
+    if size and size <= DENSE_RANKS:
         for rank in range(size):
             state(rank)
     for source in sources:
@@ -78,8 +85,9 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 state(rank)
     if size is None and ranks:
         size, size_from = max(ranks) + 1, "highest rank seen"
-        for rank in range(size):
-            state(rank)
+        if size <= DENSE_RANKS:
+            for rank in range(size):
+                state(rank)
     for st in ranks.values():
         place_milestone(st)
     return Job(
@@ -89,7 +97,23 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         events=ordered,
         ip_hosts=_ip_hosts(events),
         groups=build_groups(ordered, size),
+        unlisted=_gaps(ranks, size),
     )
+
+
+def _gaps(ranks: dict[int, RankState], size: int | None) -> list[tuple[int, int]]:
+    """The ranges of range(size) that hold no rank state, in time linear in the states."""
+    gaps: list[tuple[int, int]] = []
+    if not size or len(ranks) >= size:
+        return gaps
+    nxt = 0
+    for rank in sorted(r for r in ranks if 0 <= r < size):
+        if rank > nxt:
+            gaps.append((nxt, rank - 1))
+        nxt = rank + 1
+    if nxt < size:
+        gaps.append((nxt, size - 1))
+    return gaps
 
 
 # torch.distributed calls a traceback can be inside while the process group is being made.

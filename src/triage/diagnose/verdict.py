@@ -201,9 +201,13 @@ def _missing(ctx: Context) -> list[str]:
     notes: list[str] = []
     job = ctx.job
     no_log = [r for r, s in job.ranks.items() if not s.has_log]
-    if no_log:
-        notes.append(f"logs of rank{'s' if len(no_log) > 1 else ''} {fmt_ranks(no_log)} "
-                     f"are missing (world size {job.world_size} from {job.world_size_from})")
+    # A world too large to list rank by rank keeps the ranks nothing mentions as ranges.
+    ranges = [str(a) if a == b else f"{a}-{b}" for a, b in job.unlisted]
+    if no_log or ranges:
+        listed = ", ".join(filter(None, [fmt_ranks(no_log), *ranges[:8]])) + (" …" if len(ranges) > 8 else "")
+        many = len(no_log) + sum(b - a + 1 for a, b in job.unlisted) > 1
+        notes.append(f"logs of rank{'s' if many else ''} {listed} are missing (world size "
+                     f"{job.world_size} from {job.world_size_from})")
     size_unknown = not job.world_size_from or job.world_size_from == "highest rank seen"
     logged = [r for r, s in job.ranks.items() if s.has_log]
     if size_unknown and len(logged) <= 1:
@@ -257,7 +261,8 @@ def _undecided(ctx: Context, candidates: list[Hypothesis]) -> str:
     parts = ["The evidence does not settle which rank broke the job."]
     if waiters:
         known = ctx.job.world_size_from not in (None, "highest rank seen")
-        parts.append(f"{len(waiters)} of {len(ctx.expected)} ranks timed out or lost a peer" if known else
+        total = ctx.job.world_size or len(ctx.expected)
+        parts.append(f"{len(waiters)} of {total} ranks timed out or lost a peer" if known else
                      f"{len(waiters)} rank{'s' if len(waiters) != 1 else ''} here timed out or lost a peer")
         if no_log:
             parts[-1] += (f"; ranks {fmt_ranks(no_log)} left no log, and the culprit is likely "

@@ -13,8 +13,10 @@ needles, so finding those lines costs the same single pass.
 from __future__ import annotations
 
 import codecs
+import contextvars
 import heapq
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -35,13 +37,17 @@ from triage.parse.marks import (
     signature,
 )
 from triage.parse.prefix import Peeled, clean, peel
-from triage.rules import Rule, event_phase
+from triage.rules import MATCH_TIMEOUT_S, Rule, event_phase
 
 MAX_LINE = 16 << 10  # longer lines are cut before any regex sees them
 _JOIN_LINES = 2  # a hard-wrapped line is tried joined with up to this many following lines
 _TRACEBACK_LINES = 200  # how far after `Traceback (most recent call last):` its last line is sought
 _TRACEBACK_STRAYS = 3  # unindented lines of the same writer passed over before giving up on it
 _MAX_MESSAGE = 500  # an unexplained line's message is cut to this many characters
+# Regex time one source may spend. Past it, the rules that spent the most (a catastrophic user
+# regex) are dropped for the rest of that source, which is reported; the cheap rules go on.
+REGEX_BUDGET_S = 5.0
+_HEAVY_SHARE = 0.1  # a rule that spent this share of the budget is one that spent the most
 
 # Writer identity that the line itself carries after the launcher prefixes.
 NCCL_WRITER = regex.compile(
@@ -228,11 +234,78 @@ class Matcher:
 
 
 @dataclass
+class RegexBudget:
+    """Regex time spent on one source, per rule, and the rules dropped once it ran out."""
+
+    limit: float = REGEX_BUDGET_S
+    spent: float = 0.0
+    by_rule: dict[str, float] = field(default_factory=dict)
+    dropped: set[str] = field(default_factory=set)
+    line: int = 0  # the line being scanned
+    exceeded_at: int | None = None
+
+    def search(self, rule: Rule, pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+        if rule.id in self.dropped:
+            return None
+        began = time.perf_counter()
+        try:
+            return pattern.search(text, timeout=MATCH_TIMEOUT_S)
+        except TimeoutError:
+            return None
+        finally:
+            took = time.perf_counter() - began
+            self.spent += took
+            self.by_rule[rule.id] = self.by_rule.get(rule.id, 0.0) + took
+            if self.spent > self.limit:
+                self._drop()
+
+    def _drop(self) -> None:
+        heavy = {r for r, t in self.by_rule.items() if t >= self.limit * _HEAVY_SHARE} - self.dropped
+        if not heavy:  # no one rule stands out: every rule is slow on this source; drop them all
+            heavy = set(self.by_rule) - self.dropped
+        if self.exceeded_at is None:
+            self.exceeded_at = self.line
+        self.dropped |= heavy
+        self.spent = sum(t for r, t in self.by_rule.items() if r not in self.dropped)
+
+
+_BUDGET: contextvars.ContextVar[RegexBudget | None] = contextvars.ContextVar("regex_budget", default=None)
+
+
+def _search(rule: Rule, text: str, pattern: regex.Pattern[str] | None = None) -> regex.Match[str] | None:
+    """A rule's regex (or one of its block fields) on one line, charged to the source's budget."""
+    budget = _BUDGET.get()
+    if budget is None:
+        try:
+            return (pattern or rule.pattern).search(text, timeout=MATCH_TIMEOUT_S)
+        except TimeoutError:
+            return None
+    return budget.search(rule, pattern or rule.pattern, text)
+
+
+@dataclass
 class ScanStats:
     lines: int = 0
     bytes: int = 0
     replaced: bool = False  # the text was not valid UTF-8 somewhere
     last_line: tuple[int, str] | None = None  # the last non-blank line: what a silent rank did last
+    cut_lines: int = 0  # lines longer than MAX_LINE that arrived across pieces: cut while read
+    budget: RegexBudget = field(default_factory=RegexBudget)
+
+    def notes(self) -> list[str]:
+        """What the scan had to leave out of this source, in words."""
+        notes = []
+        if self.cut_lines:
+            notes.append(f"{self.cut_lines} line{'s' if self.cut_lines != 1 else ''} longer than "
+                         f"{MAX_LINE} characters {'were' if self.cut_lines != 1 else 'was'} cut to that "
+                         "length")
+        if self.budget.exceeded_at is not None:
+            names = sorted(self.budget.dropped)
+            notes.append(f"regex time budget ({self.budget.limit:g} s) exceeded at line "
+                         f"{self.budget.exceeded_at}: rule{'s' if len(names) != 1 else ''} "
+                         + ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                         + " not tried on the rest of this source")
+        return notes
 
 
 def decode_chunks(chunks: Iterable[bytes], stats: ScanStats) -> Iterator[str]:
@@ -256,6 +329,7 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
     handled: set[int] = set()  # starts of carried lines already explained or marked
     pieces = iter(texts)
     ended = False
+    skipping = False  # inside a line already cut to MAX_LINE: its rest is dropped until "\n"
     while not ended:
         piece = next(pieces, None)
         if piece is None:
@@ -264,13 +338,29 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
             if buffer and not buffer.endswith("\n"):
                 buffer += "\n"
         else:
+            if skipping:
+                # The rest of an overlong line: dropped unread, in bounded memory and linear time.
+                newline = piece.find("\n")
+                if newline < 0:
+                    continue
+                piece, skipping = piece[newline:], False
             buffer = carry + piece
         cut = len(buffer) if ended else buffer.rfind("\n") + 1
+        if not ended and len(buffer) - cut > MAX_LINE:
+            # A line without its newline yet, already longer than any rule looks at: keep its
+            # first MAX_LINE characters (what a regex would see) and drop the rest as it comes.
+            buffer = buffer[:cut + MAX_LINE]
+            skipping = True
+            stats.cut_lines += 1
         if cut == 0:
             carry = buffer
             continue
-        stop, events = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended, handled)
-        events += _last_lines(matcher, source, base, buffer, stop, line_no, handled)
+        token = _BUDGET.set(stats.budget)
+        try:
+            stop, events = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended, handled)
+            events += _last_lines(matcher, source, base, buffer, stop, line_no, handled)
+        finally:
+            _BUDGET.reset(token)
         yield from events
         handled = {at - stop for at in handled if at >= stop}
         _note_last_line(buffer, stop, line_no, stats)
@@ -303,6 +393,7 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
     """
     events: list[Event] = []
     counted_to, line_no = 0, first_line
+    budget = _BUDGET.get()
     tail = cut if ended else _tail_start(buffer, cut, max(matcher.max_block, _JOIN_LINES))
     for start in matcher.candidate_lines(buffer, 0, cut):
         end = buffer.find("\n", start)
@@ -310,10 +401,12 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
             end = len(buffer)
         line = buffer[start:end][:MAX_LINE]
         rules = matcher.candidates(line)
-        if end + 1 > tail and _needs_following(rules, line):
-            return start, events
         line_no += buffer.count("\n", counted_to, start)
         counted_to = start
+        if budget is not None:
+            budget.line = line_no  # where the budget ran out, if it does here
+        if end + 1 > tail and _needs_following(rules, line):
+            return start, events
         peeled = peel(line)
         found = _match_line(rules, source, base, buffer, start, end, line_no, handled, peeled) if rules else []
         if not found and start not in handled:
@@ -351,7 +444,7 @@ def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop
             line_end = stop if line_end < 0 or line_end > stop else line_end
             end = start
             peeled = peel(buffer[start:line_end][:MAX_LINE])
-            if rule.search(peeled.text) is None:
+            if _search(rule, peeled.text) is None:
                 misses += 1
                 continue
             matches += 1
@@ -386,7 +479,7 @@ def _needs_following(rules: list[Rule], line: str) -> bool:
 
 def _needs_join(rules: list[Rule], line: str) -> bool:
     text = peel(line[:MAX_LINE]).text
-    return not any(r.search(text) for r in rules)
+    return not any(_search(r, text) for r in rules)
 
 
 def _following_at(buffer: str, end: int, count: int, limit: int = -1) -> list[tuple[int, str]]:
@@ -411,7 +504,7 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
     text = peeled.text
     found: list[Event] = []
     for rule in rules:
-        match = rule.search(text)
+        match = _search(rule, text)
         joined_text = text
         joined: list[int] = []
         if match is None:
@@ -419,7 +512,7 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
             for at, extra in _following_at(buffer, end, _JOIN_LINES):
                 joined_text += peel(extra[:MAX_LINE]).text
                 joined.append(at)
-                if (match := rule.search(joined_text)) is not None:
+                if (match := _search(rule, joined_text)) is not None:
                     break
             if match is None:
                 continue
@@ -443,7 +536,7 @@ def _cited_line(rule: Rule, lines: list[tuple[int, str]], line_no: int) -> tuple
         return None
     for offset, (_, line) in enumerate(lines, 1):
         text = peel(line[:MAX_LINE]).text
-        if any((m := p.search(text)) and m.groupdict().get(rule.block.cite) for p in rule.block.fields):
+        if any((m := _search(rule, text, p)) and m.groupdict().get(rule.block.cite) for p in rule.block.fields):
             return line_no + offset, line[:MAX_LINE]
     return None
 
@@ -454,7 +547,7 @@ def _block_fields(rule: Rule, lines: list[tuple[int, str]], consumed: set[int]) 
     for at, line in lines:
         text = peel(line[:MAX_LINE]).text
         for pattern in patterns:
-            if m := pattern.search(text):
+            if m := _search(rule, text, pattern):
                 consumed.add(at)  # part of the record: explained with it
                 for key, value in m.groupdict().items():
                     if value is not None and key not in fields:

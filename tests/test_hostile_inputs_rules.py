@@ -1,0 +1,95 @@
+"""Hostile inputs to the scanner, the identity stage and the job model: bounded time and memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from triage.api import analyze
+from triage.identity import resolve
+from triage.job import DENSE_RANKS, build_job
+from triage.model import Event, Identity, SourceInfo
+from triage.parse.scan import MAX_LINE, Matcher, RegexBudget, ScanStats, scan_text
+from triage.rules import load_rules
+
+MATCHER = Matcher(load_rules())
+
+
+def _scan(pieces: Iterable[str], stats: ScanStats) -> list[Event]:
+    return list(scan_text(MATCHER, "s.log", Identity(), pieces, stats))
+
+
+def test_a_line_without_newline_is_cut_in_linear_time_and_noted() -> None:
+    def pieces() -> Iterator[str]:
+        yield "[rank0]: hello\n"
+        for _ in range(64):  # 64 MiB of one line, a MiB at a time
+            yield "x" * (1 << 20)
+        yield "\n[rank1]: RuntimeError: boom\n"
+
+    stats = ScanStats()
+    began = time.perf_counter()
+    events = _scan(pieces(), stats)
+    assert time.perf_counter() - began < 0.5
+    assert stats.lines == 3 and stats.cut_lines == 1
+    assert [e.evidence.line for e in events] == [3]
+    assert stats.notes() == [f"1 line longer than {MAX_LINE} characters was cut to that length"]
+
+
+def test_a_long_unterminated_last_line_is_cut_too() -> None:
+    stats = ScanStats()
+    _scan(["a" * (MAX_LINE + 10)] + ["b" * 1000] * 5, stats)
+    assert stats.lines == 1 and stats.cut_lines == 1
+
+
+def test_the_regex_budget_of_a_source_drops_the_rules_that_spent_it() -> None:
+    stats = ScanStats(budget=RegexBudget(limit=0.0))
+    text = "".join(f"[rank{i}]: RuntimeError: boom {i}\n" for i in range(3))
+    events = _scan([text], stats)
+    assert stats.budget.exceeded_at == 1 and stats.budget.dropped
+    assert not any(e.rule_id in stats.budget.dropped and e.evidence.line > 1 for e in events)
+    (note,) = stats.notes()
+    assert note.startswith("regex time budget (0 s) exceeded at line 1: rule")
+
+
+def test_a_source_note_says_a_line_was_cut_and_the_report_stays_small(tmp_path: Path) -> None:
+    path = tmp_path / "x.log"
+    path.write_text("node1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 100000000 cudaDev 0 busId 1 - "
+                    "Init COMPLETE\n[rank0]: RuntimeError: boom\n" + "y" * (4 << 20))
+    report = analyze([path])
+    (source,) = report.sources
+    assert any("was cut" in n for n in source.notes)
+    assert report.world_size == 100_000_000 and len(report.ranks) == 1
+
+
+def test_a_huge_stated_world_size_allocates_no_rank_per_rank() -> None:
+    began = time.perf_counter()
+    job = build_job([], [], world_size=100_000_000)
+    assert time.perf_counter() - began < 0.5
+    assert job.world_size == 100_000_000 and job.ranks == {}
+    assert job.unlisted == [(0, 99_999_999)]
+
+
+def test_a_world_size_within_the_dense_bound_lists_every_rank() -> None:
+    job = build_job([], [], world_size=DENSE_RANKS)
+    assert len(job.ranks) == DENSE_RANKS and job.unlisted == []
+
+
+def test_an_impossible_rank_base_gives_no_negative_rank_and_says_why() -> None:
+    a = SourceInfo(name="node01/attempt_0/1000/stderr.log", identity=Identity(), head_ranks={3: 1})
+    b = SourceInfo(name="node01/attempt_0/1/stderr.log", identity=Identity())
+    writers = resolve([], [a, b], None)
+    assert writers.of_source(a.name).rank == 3
+    assert writers.of_source(b.name).rank is None
+    assert any("would be rank -996" in c for c in b.conflicts)
+
+
+def test_a_huge_stated_world_is_reported_as_ranges_not_listed(tmp_path: Path) -> None:
+    log = tmp_path / "rank0.log"
+    log.write_text("node1:1:1 [0] NCCL INFO comm 0x55 rank 0 nranks 100000000 cudaDev 0 nvmlDev 0 busId 1000 "
+                   "commId 0xabc - Init COMPLETE\n"
+                   "[rank0]:[E1122 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+                   "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                   "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
+    verdict = analyze([log]).verdict
+    assert any(note.startswith("logs of ranks 1-99999999 are missing") for note in verdict.missing)
