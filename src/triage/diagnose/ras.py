@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from triage.diagnose.hypotheses import Context, _evidence
+from triage.job import Job
 from triage.model import Category, Culprit, Event, Hypothesis, Kind, Phase
 from triage.ranks import fmt_ranks
 
@@ -46,14 +47,39 @@ class Snapshot:
         return found
 
 
-def snapshots(ctx: Context) -> list[Snapshot]:
-    """The RAS dumps of the job, oldest first (by the time each was taken, else by name)."""
+@dataclass
+class _Index:
+    """What every question about one job's RAS snapshots reads: built once per job."""
+
+    job: Job
+    snapshots: list[Snapshot]
+    ranks_of_pid: dict[int, set[int]]
+
+
+_INDEX: list[_Index] = []  # the last job's: a verbose dump of a large job asks thousands of times
+
+
+def _index(ctx: Context) -> _Index:
+    if _INDEX and _INDEX[0].job is ctx.job:
+        return _INDEX[0]
     by_name: dict[str, Snapshot] = {}
     for event in ctx.job.events:
         if event.family == "ras" and "snapshot" in event.fields:
             snap = by_name.setdefault(event.fields["snapshot"], Snapshot(event.fields["snapshot"], event.time))
             snap.events.append(event)
-    return sorted(by_name.values(), key=lambda s: (s.time if s.time is not None else float("inf"), s.name))
+    pids: dict[int, set[int]] = defaultdict(set)
+    for rank, state in ctx.job.ranks.items():
+        for event in state.events:
+            if event.identity.pid is not None:
+                pids[event.identity.pid].add(rank)
+    ordered = sorted(by_name.values(), key=lambda s: (s.time if s.time is not None else float("inf"), s.name))
+    _INDEX[:] = [_Index(ctx.job, ordered, dict(pids))]
+    return _INDEX[0]
+
+
+def snapshots(ctx: Context) -> list[Snapshot]:
+    """The RAS dumps of the job, oldest first (by the time each was taken, else by name)."""
+    return _index(ctx).snapshots
 
 
 def global_rank(ctx: Context, snap: Snapshot, event: Event) -> int | None:
@@ -61,7 +87,7 @@ def global_rank(ctx: Context, snap: Snapshot, event: Event) -> int | None:
     fields = event.fields
     pid = fields.get("culprit_pid") or fields.get("pid", "")
     if pid.isdigit():
-        owners = {r for r, s in ctx.job.ranks.items() if any(e.identity.pid == int(pid) for e in s.events)}
+        owners = set(_index(ctx).ranks_of_pid.get(int(pid), ()))
         ip = fields.get("culprit_ip") or fields.get("ip", "")
         if ip and len(owners) > 1:
             owners = {r for r in owners if ctx.job.ranks[r].host == ctx.job.ip_hosts.get(ip, ip)}
