@@ -199,7 +199,7 @@ def _world_size(events: list[Event], given: int | None) -> tuple[int | None, str
         fields = event.fields
         for key, label in (("world_size", "world size line"), ("nranks", "communicator size"),
                            ("clients_expected", "store client count")):
-            if key in fields and fields[key].isdigit():
+            if key in fields and fields[key].isdigit() and int(fields[key]) >= 1:  # `nranks 0`: no world
                 candidates.append((int(fields[key]), f"{label} ({event.rule_id})"))
     if not candidates:
         return None, None

@@ -38,7 +38,9 @@ _HOST_FILE = regex.compile(
 
 def identity_from_path(name: str) -> Identity:
     """Identity learnt from a source's display name (`archive!member` paths included)."""
-    path = name.replace("\\", "/").replace("!", "/")
+    # A run of digits no path means (longer than any rank, pid or stamp) names nothing; Python
+    # would refuse to read one of over 4,300 digits.
+    path = regex.sub(r"\d{31,}", "#", name.replace("\\", "/").replace("!", "/"))
     identity = Identity()
     learnt = identity.learnt_from
     if m := _TORCHRUN.search(path):

@@ -20,15 +20,15 @@ _CRI = regex.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d
 # kubectl logs --prefix: `[pod/job-worker-3/trainer] `.
 _KUBECTL = regex.compile(r"^\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] ")
 # srun --label: right-aligned task id, or `P<component> <id>: ` for heterogeneous jobs.
-_SLURM_LABEL = regex.compile(r"^(?:P\d+ )?\s*(?P<task>\d+): (?=\S|\s*$)")
+_SLURM_LABEL = regex.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,9}): (?=\S|\s*$)")
 # Open MPI --tag-output: `[1,3]<stdout>:`.
-_MPI = regex.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:")
+_MPI = regex.compile(r"^\[\d+,(?P<rank>\d{1,9})\]<(?:stdout|stderr)>:")
 # Ray actors: `(WorkerDict pid=3490362)`, `(RayWorkerWrapper pid=270291, ip=10.175.94.190)`.
-_RAY = regex.compile(r"^\((?P<actor>\w+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\) ")
+_RAY = regex.compile(r"^\((?P<actor>\w+) pid=(?P<pid>\d{1,9})(?:, ip=(?P<ip>[\d.]+))?\) ")
 # torchrun --tee/--redirects console prefix `[{role}{local_rank}]:`; role `rank` is ambiguous with
 # c10's global `[rankN]:`, so it is handled with that one below.
-_TORCHRUN_ROLE = regex.compile(r"^\[(?P<role>(?!rank\d)[A-Za-z_][\w-]*?)(?P<local>\d+)\]:")
-_RANK = regex.compile(r"^\[rank(?P<rank>\d+)\]:")
+_TORCHRUN_ROLE = regex.compile(r"^\[(?P<role>(?!rank\d)[A-Za-z_][\w-]*?)(?P<local>\d{1,9})\]:")
+_RANK = regex.compile(r"^\[rank(?P<rank>\d{1,9})\]:")
 
 
 @dataclass

@@ -684,8 +684,14 @@ def _unexplained(mark: Mark, source: str, base: Identity, line_identity: Identit
     )
 
 
+# A number no log means: longer than any rank, pid, count or time. Python refuses to read one of
+# over 4,300 digits (int() raises), and none of them can be a size either.
+_HUGE_NUMBER = regex.compile(r"-?\d{31,}")
+
+
 def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw: str,
            line_no: int, text: str, fields: dict[str, str]) -> Event:
+    fields = {k: v for k, v in fields.items() if not _HUGE_NUMBER.fullmatch(v)}
     identity = _writer(line_identity, text)
     when = parse_time(fields["time"]) if "time" in fields else None
     when = when or parse_time(text)

@@ -23,7 +23,7 @@ def looks_binary(head: bytes) -> bool:
 
 
 # `[rank11]:` at the start of a line, after an optional torchrun tee prefix (`[default3]:`).
-_HEAD_RANK = re.compile(r"^(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d+)\]:", re.MULTILINE)
+_HEAD_RANK = re.compile(r"^(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d{1,9})\]:", re.MULTILINE)
 # torchrun's `[default3]:` tee prefix and srun's ` 3: ` label: several of them mean many writers.
 _HEAD_LOCAL = re.compile(r"^(?:\[[A-Za-z_][\w-]*?(\d+)\]:|\s*(\d+): )", re.MULTILINE)
 _HEAD_NCCL_HOST = re.compile(r"^(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ",
