@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# Compiled matchers are cached on disk (triage.parse.needles); the suite keeps its own cache, so
+# it neither reads nor fills the user's.
+os.environ.setdefault("TRIAGE_CACHE_DIR", tempfile.mkdtemp(prefix="triage-test-cache-"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -15,8 +15,9 @@ from triage.api import analyze
 from triage.ingest.identity import identity_from_path
 from triage.model import Identity
 from triage.parse.clock import parse_time
+from triage.parse.needles import choose_needles
 from triage.parse.prefix import peel
-from triage.parse.scan import Matcher, ScanStats, choose_needles, scan_text
+from triage.parse.scan import Matcher, ScanStats, scan_text
 from triage.ranks import fmt_ranks, parse_ranks
 from triage.rules import load_rules
 

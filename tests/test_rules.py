@@ -93,7 +93,11 @@ def test_a_rule_whose_regex_does_not_compile_is_refused(tmp_path: Path) -> None:
         load_rule(path)
 
 
-def test_every_literal_holds_a_needle() -> None:
-    # The scanner only looks at lines holding a needle: a literal without one would never fire.
-    for literal in MATCHER.by_literal:
-        assert any(needle in literal for needle in MATCHER.needles), literal
+@pytest.mark.parametrize("engine", ["python", "hyperscan"])
+def test_every_literal_is_found_by_each_engine(engine: str) -> None:
+    # The scanner only looks at lines the engine finds: a literal it missed would never fire.
+    matcher = Matcher(RULES, engine=engine)
+    for literal in matcher.by_literal:
+        text = f"nothing\n{literal}\nnothing\n"
+        assert matcher.finder.line_starts(text, len(text)) == [8], literal
+        assert literal in matcher.finder.present(f"x {literal} y"), literal

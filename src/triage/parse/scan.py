@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import codecs
 import contextvars
-import heapq
-import re
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from importlib.resources import files
 
 import regex
 
@@ -36,6 +32,7 @@ from triage.parse.marks import (
     exception_end,
     signature,
 )
+from triage.parse.needles import LiteralFinder, literal_finder
 from triage.parse.prefix import Peeled, clean, peel
 from triage.rules import MATCH_TIMEOUT_S, Rule, event_phase
 
@@ -58,133 +55,23 @@ NCCL_WRITER = regex.compile(
 _HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+)[,:]")
 
 
-_HEALTHY = (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
-_NEEDLE_LENGTHS = (4, 5, 6, 8, 10, 12)
-_WORD = regex.compile(r"[A-Za-z_]{5,}")
-# A needle may begin with a character no more frequent than this in healthy logs: the regex
-# engine stops at every position holding a possible first character. A literal without one is
-# covered by one of its words, searched with str.find (one pass over the text each).
-_MAX_START_FREQUENCY = 0.02
-# Cost of a str.find pass over a MiB, in candidate lines tried in Python (~5 µs each).
-_PASS_COST = 120.0
-
-
-def choose_needles(literals: list[str], sample: str = _HEALTHY) -> tuple[list[str], list[str]]:
-    """Substrings such that every literal contains at least one: (regex needles, find needles).
-
-    A few hundred literals can be searched neither one by one (a `str.find` pass each) nor as one
-    flat alternation (Python's engine tries every branch at every position: a few MB/s). What is
-    fast is one regex over needles that begin with characters rare in logs: the engine skips, in
-    C, every position whose character cannot begin a needle. So each literal is given a start
-    character, its rarest (so the few shared characters stay rare), and needles beginning with
-    those characters are chosen by a greedy set cover: many literals per needle, few hits on a
-    sample of healthy log lines. Literals made only of common characters get a find word.
-    """
-    per_mib = (1 << 20) / max(1, len(sample))
-    chars = Counter(sample)
-    limit = _MAX_START_FREQUENCY * len(sample)
-    starts: set[str] = set()
-    for literal in literals:
-        usable = [c for c in literal if not c.isspace() and chars[c] <= limit]
-        if usable:
-            starts.add(min(usable, key=lambda c: chars[c]))
-    masks: dict[str, int] = {}
-    words: dict[str, int] = {}
-    for i, literal in enumerate(literals):
-        subs = {literal[j:j + size] for j, c in enumerate(literal) if c in starts
-                for size in _NEEDLE_LENGTHS if j + size <= len(literal)}
-        subs |= {literal[j:] for j, c in enumerate(literal) if c in starts and len(literal) - j >= 3}
-        subs = {sub for sub in subs if sub.strip() == sub}  # an edge space is a wasted character
-        for sub in subs:
-            masks[sub] = masks.get(sub, 0) | (1 << i)
-        if not subs:
-            for word in _WORD.findall(literal) or [literal]:
-                words[word] = words.get(word, 0) | (1 << i)
-
-    def cost(needle: str, own_pass: bool) -> float:
-        # Candidate lines per MiB: hits on the sample, and a prior for short needles, which a
-        # small sample under-counts; a find needle also costs its pass.
-        lines = sample.count(needle) * per_mib + 40000 / len(needle) ** 4
-        return lines + (_PASS_COST if own_pass else 1.0)
-
-    # Lazy greedy set cover: a needle's ratio only falls as literals get covered, so a stale
-    # heap entry is re-scored when it surfaces instead of re-scoring every option each round.
-    heap = [(-m.bit_count() / cost(w, False), -len(w), w, m, False) for w, m in masks.items()]
-    heap += [(-m.bit_count() / cost(w, True), -len(w), w, m, True) for w, m in words.items()]
-    heapq.heapify(heap)
-    uncovered = (1 << len(literals)) - 1
-    chosen: list[str] = []
-    chosen_find: list[str] = []
-    while uncovered and heap:
-        ratio, neg_len, word, mask, own = heapq.heappop(heap)
-        fresh = -(mask & uncovered).bit_count() / cost(word, own)
-        if fresh == 0:
-            continue
-        if fresh > ratio + 1e-12:  # stale: put it back with its true ratio
-            heapq.heappush(heap, (fresh, neg_len, word, mask, own))
-            continue
-        (chosen_find if own else chosen).append(word)
-        uncovered &= ~mask
-    # Every literal must be findable, whatever the heuristics above made of it.
-    chosen_find += [lit for i, lit in enumerate(literals) if uncovered >> i & 1]
-    return chosen, chosen_find
-
-
-def trie_regex(words: list[str], extra: tuple[str, ...] = ()) -> str:
-    """One regex matching any of `words`, shaped as a trie so each branch tests one character.
-
-    `extra` regexes (each beginning with a literal character, escaped if need be) join the branch of
-    that character: the engine still skips in C the positions whose character begins nothing, and a
-    position only tries the shapes that begin with its character.
-    """
-    trie: dict[str, dict] = {}  # type: ignore[type-arg]
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-    shapes: dict[str, list[str]] = {}
-    for shape in extra:
-        first, rest = (shape[:2], shape[2:]) if shape.startswith("\\") else (shape[:1], shape[1:])
-        shapes.setdefault(first[-1], []).append(rest)
-        trie.setdefault(first[-1], {})
-
-    def emit(node: dict, top: bool = False) -> str:  # type: ignore[type-arg]
-        alternatives = []
-        for ch, sub in sorted(node.items()):
-            if not ch:
-                continue
-            body = emit(sub)
-            if top and ch in shapes and (sub == {} or "" not in sub):
-                body = "(?:" + "|".join(([body] if body else []) + shapes[ch]) + ")"
-            alternatives.append(re.escape(ch) + body)
-        if not alternatives:
-            return ""
-        body = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
-        if "" in node:  # a word ends here, and longer ones go on
-            body = body if body.startswith("(?:") else "(?:" + body + ")"
-            return body + "?"
-        return body
-
-    return emit(trie, top=True)
-
-
 @dataclass
 class Matcher:
+    """The rules, indexed by their literals, and the engine that finds the lines holding one."""
+
     rules: list[Rule]
+    engine: str | None = None  # see `literal_finder`; None: the fastest installed
     by_literal: dict[str, list[Rule]] = field(init=False)
-    needles: dict[str, list[str]] = field(init=False)  # needle -> the literals that contain it
-    pattern: re.Pattern[str] = field(init=False)  # the needles that begin upper-case
-    find_needles: list[str] = field(init=False)  # the others, searched one by one
-    last_line: list[Rule] = field(init=False)  # `scan: last-line` rules
-    prefixes: dict[str, list[str]] = field(init=False)
+    finder: LiteralFinder = field(init=False)
+    last_line: list[tuple[Rule, LiteralFinder]] = field(init=False)  # `scan: last-line` rules
     max_block: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.by_literal = {}
-        # `scan: last-line` rules (progress lines, printed by the thousand) stay out of the needle
-        # pass: each chunk is searched backwards for their last match instead.
-        self.last_line = [rule for rule in self.rules if rule.last_line_only]
+        # `scan: last-line` rules (progress lines, printed by the thousand) stay out of the
+        # forward pass: each chunk is searched backwards for their last match instead.
+        self.last_line = [(rule, literal_finder(rule.prefilter, engine=self.engine))
+                          for rule in self.rules if rule.last_line_only]
         for rule in self.rules:
             if rule.last_line_only:
                 continue
@@ -192,44 +79,14 @@ class Matcher:
                 self.by_literal.setdefault(literal, []).append(rule)
         for literal in MARKER_LITERALS:  # pseudo-literals: lines that may carry an error mark
             self.by_literal.setdefault(literal, [])
-        literals = list(self.by_literal)
-        upper, lower = choose_needles(literals)
-        self.needles = {n: [lit for lit in literals if n in lit] for n in upper + lower}
-        self.pattern = re.compile(trie_regex(upper, MARKER_SHAPES))
-        # The regex reports the longest needle at a position; shorter needles it starts with
-        # are there too.
-        self.prefixes = {n: [p for p in upper if n.startswith(p)] for n in upper}
-        self.find_needles = lower
+        self.finder = literal_finder(list(self.by_literal), MARKER_SHAPES, engine=self.engine)
         self.max_block = max((r.block.lines for r in self.rules if r.block), default=0)
-
-    def candidate_lines(self, buffer: str, start: int, cut: int) -> list[int]:
-        """Starts of the lines in buffer[start:cut] that hold at least one needle, in order."""
-        hits: set[int] = set()
-        find, rfind, search = buffer.find, buffer.rfind, self.pattern.search
-        pos = start
-        while (m := search(buffer, pos, cut)) is not None:
-            hits.add(rfind("\n", 0, m.start()) + 1)
-            pos = m.end()
-        for needle in self.find_needles:
-            at = find(needle, start, cut)
-            while at >= 0:
-                hits.add(rfind("\n", 0, at) + 1)
-                at = find(needle, at + len(needle), cut)
-        return sorted(hits)
 
     def candidates(self, line: str) -> list[Rule]:
         """The rules one of whose literals the line holds."""
-        present: list[str] = []
-        pos = 0
-        while (m := self.pattern.search(line, pos)) is not None:
-            present.extend(self.prefixes.get(m.group(), ()))  # a marker shape is no needle
-            pos = m.start() + 1
-        present.extend(n for n in self.find_needles if n in line)
         seen: list[Rule] = []
-        for needle in dict.fromkeys(present):
-            for literal in self.needles[needle]:
-                if literal in line:
-                    seen.extend(r for r in self.by_literal[literal] if r not in seen)
+        for literal in self.finder.present(line):
+            seen.extend(r for r in self.by_literal[literal] if r not in seen)
         return seen
 
 
@@ -395,7 +252,7 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
     counted_to, line_no = 0, first_line
     budget = _BUDGET.get()
     tail = cut if ended else _tail_start(buffer, cut, max(matcher.max_block, _JOIN_LINES))
-    for start in matcher.candidate_lines(buffer, 0, cut):
+    for start in matcher.finder.line_starts(buffer, cut):
         end = buffer.find("\n", start)
         if end < 0:
             end = len(buffer)
@@ -432,12 +289,13 @@ def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop
     console: `[default3]:step 9 …`), the last line of each writer counts.
     """
     events: list[Event] = []
-    for rule in matcher.last_line:
+    for rule, finder in matcher.last_line:
         end, misses, matches = stop, 0, 0
         writers: set[tuple[int | None, int | None]] = set()
-        while misses < _LAST_LINE_TRIES and matches < _LAST_LINE_WRITERS:
-            at = max(buffer.rfind(literal, 0, end) for literal in rule.prefilter)
-            if at < 0:
+        for at in finder.backwards(buffer, stop):
+            if at >= end:
+                continue  # on a line already looked at
+            if misses >= _LAST_LINE_TRIES or matches >= _LAST_LINE_WRITERS:
                 break
             start = buffer.rfind("\n", 0, at) + 1
             line_end = buffer.find("\n", at)
