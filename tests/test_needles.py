@@ -83,10 +83,14 @@ def test_engines_walk_back_over_the_same_occurrences(parts: list[str], end_at: f
 
 
 def test_backwards_crosses_windows_of_a_long_text() -> None:
-    # Occurrences straddling the 64 KiB window boundaries, and none in the last windows.
-    text = ("x" * 65533 + "step" + "y" * 70000 + "iteration" + "z" * 300000)
+    # Occurrences straddling the window boundaries (4 KiB, then 32 KiB, 256 KiB ... from the end),
+    # and none in the last windows.
+    tail = "z" * (4096 + 32768 - 2)
+    text = "x" * 500 + "iteration" + "y" * 300000 + "step" + tail
     fast = HyperscanFinder(LAST_LINE_LITERALS)
-    assert list(fast.backwards(text, len(text))) == [65533 + 4 + 70000, 65533]
+    assert list(fast.backwards(text, len(text))) == [500 + 9 + 300000, 500]
+    text = "x" * 500 + "iteration" + "y" * 3000 + "step" + "z" * 4094
+    assert list(fast.backwards(text, len(text))) == [500 + 9 + 3000, 500]
 
 
 @pytest.mark.parametrize("fixture", ["nccl24-silent-rank11", "real-gloo-hang-rank2", "ascendfd-transport-init"])

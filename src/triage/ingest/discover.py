@@ -25,8 +25,12 @@ def _kernel_devices() -> frozenset[int]:
 _KERNEL_DEVICES = _kernel_devices()
 
 
-def special_reason(path: str | Path, st: os.stat_result) -> str | None:
-    """Why a file (its stat, links followed) must not be opened for reading; None for a plain file."""
+def special_reason(path: str | Path | None, st: os.stat_result, real: str | None = None) -> str | None:
+    """Why a file (its stat, links followed) must not be opened for reading; None for a plain file.
+
+    `path` is checked for lying under /proc or /sys (by its real path, `real` when the caller knows
+    it); None checks the stat only (a file already checked by path, re-checked once opened).
+    """
     if stat.S_ISDIR(st.st_mode):
         return "a folder"
     if not stat.S_ISREG(st.st_mode):
@@ -35,10 +39,17 @@ def special_reason(path: str | Path, st: os.stat_result) -> str | None:
                 else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
                 else "a special file")
         return f"{kind}, not a regular file: not read"
-    real = os.path.realpath(path)
-    if st.st_dev in _KERNEL_DEVICES or any(real == r or real.startswith(r + "/") for r in _KERNEL_ROOTS):
+    if st.st_dev in _KERNEL_DEVICES or (path is not None and _under_kernel_root(real or os.path.realpath(path))):
         return "a kernel file (/proc, /sys), not a log: not read"
     return None
+
+
+def _child(real_folder: str, name: str) -> str:
+    return real_folder.rstrip("/") + "/" + name
+
+
+def _under_kernel_root(real: str) -> bool:
+    return any(real == r or real.startswith(r + "/") for r in _KERNEL_ROOTS)
 
 
 def iter_files(paths: list[str]) -> Iterator[Path | Unreadable]:
@@ -73,9 +84,11 @@ def _walk(top: Path, raw: str) -> Iterator[Path | Unreadable]:
     Iterative, with a depth bound; a symlinked folder is not entered, so a loop cannot trap the walk.
     """
     found = False
-    stack: list[tuple[Path, int]] = [(top, 0)]
+    # Each folder with its real path: the walk enters no symlinked folder, so an entry that is no
+    # link lies at its folder's real path plus its name (no realpath call per file).
+    stack: list[tuple[Path, str, int]] = [(top, os.path.realpath(top), 0)]
     while stack:
-        folder, depth = stack.pop()
+        folder, real_folder, depth = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
@@ -100,14 +113,15 @@ def _walk(top: Path, raw: str) -> Iterator[Path | Unreadable]:
             found = True
             if entry.name in OWN_REPORTS:
                 continue
-            why = special_reason(entry.path, st)
+            real = None if entry.is_symlink() else _child(real_folder, entry.name)
+            why = special_reason(entry.path, st, real)
             yield Path(entry.path) if why is None else Unreadable(display_name(entry.path), why)
         if folders and depth >= MAX_FOLDER_DEPTH:
             found = True
             yield Unreadable(display_name(str(folder)),
                              f"sub-folders nested deeper than {MAX_FOLDER_DEPTH} levels: not entered")
             continue
-        stack.extend((sub, depth + 1) for sub in reversed(folders))
+        stack.extend((sub, _child(real_folder, sub.name), depth + 1) for sub in reversed(folders))
     if not found:
         yield Unreadable(display_name(raw), "folder holds no files")
 
@@ -115,8 +129,8 @@ def _walk(top: Path, raw: str) -> Iterator[Path | Unreadable]:
 def open_file(path: Path) -> Iterator[Stream | Unreadable]:
     name = display_name(str(path))
     try:
-        before = path.stat()
-        if (reason := special_reason(path, before)) is not None:
+        before = path.stat()  # its path was checked when it was found; its kind may have changed
+        if (reason := special_reason(None, before)) is not None:
             yield Unreadable(name, reason)
             return
         # O_NONBLOCK: if the file became a FIFO since, opening it cannot hang; checked again below.
@@ -125,7 +139,7 @@ def open_file(path: Path) -> Iterator[Stream | Unreadable]:
         yield Unreadable(name, (exc.strerror or str(exc)).lower())
         return
     try:
-        reason = special_reason(path, os.fstat(fd))
+        reason = special_reason(None, os.fstat(fd))
         if reason is None and hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
     except OSError as exc:

@@ -212,9 +212,11 @@ def _rfind_all(text: str, literals: Sequence[str], end: int, below: int | None =
         yield at
 
 
-# The backwards search looks at windows of this many characters from the end, growing: the last
-# occurrence is usually near the end, and an absent literal costs one pass.
-_BACK_WINDOW = 64 << 10
+# The backwards search looks at windows from the end, the first this many characters, each next
+# one _BACK_GROWTH times larger: the last occurrence is usually near the end (a progress line is
+# printed every step), and an absent literal costs about one pass.
+_BACK_WINDOW = 4 << 10
+_BACK_GROWTH = 8
 
 
 class HyperscanFinder:
@@ -262,7 +264,7 @@ class HyperscanFinder:
             count = len(self.literals)
             starts = {low + e - self._lengths[i] for i, e in found if i < count}
             yield from sorted((s for s in starts if s < top), reverse=True)
-            top, size = low, size * 4
+            top, size = low, size * _BACK_GROWTH
 
 
 def _note_end(_id: int, _start: int, end: int, _flags: int, ends: list[int]) -> None:

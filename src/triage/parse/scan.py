@@ -214,25 +214,28 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
             continue
         token = _BUDGET.set(stats.budget)
         try:
-            stop, events = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended, handled)
-            events += _last_lines(matcher, source, base, buffer, stop, line_no, handled)
+            stop, events, newlines = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended,
+                                                  handled)
+            # Line numbers below are counted back from `stop`: one pass over the buffer is enough.
+            stop_line = line_no + newlines
+            events += _last_lines(matcher, source, base, buffer, stop, stop_line, handled)
         finally:
             _BUDGET.reset(token)
         yield from events
         handled = {at - stop for at in handled if at >= stop}
-        _note_last_line(buffer, stop, line_no, stats)
-        line_no += buffer.count("\n", 0, stop)
+        _note_last_line(buffer, stop, stop_line, stats)
+        line_no = stop_line
         carry = buffer[stop:]
     stats.lines = line_no - 1
 
 
-def _note_last_line(buffer: str, stop: int, first_line: int, stats: ScanStats) -> None:
+def _note_last_line(buffer: str, stop: int, stop_line: int, stats: ScanStats) -> None:
     end = stop
     for _ in range(64):  # trailing blank lines: look back a little, not forever
         start = buffer.rfind("\n", 0, max(0, end - 1)) + 1
         text = clean(buffer[start:end].rstrip("\n"))[:MAX_LINE]
         if text.strip():
-            stats.last_line = (first_line + buffer.count("\n", 0, start), text)
+            stats.last_line = (stop_line - buffer.count("\n", start, stop), text)
             return
         if start == 0:
             return
@@ -240,8 +243,9 @@ def _note_last_line(buffer: str, stop: int, first_line: int, stats: ScanStats) -
 
 
 def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut: int,
-                 first_line: int, ended: bool, handled: set[int]) -> tuple[int, list[Event]]:
-    """Scan buffer[:cut] (whole lines); return where scanning stopped and the events found.
+                 first_line: int, ended: bool, handled: set[int]) -> tuple[int, list[Event], int]:
+    """Scan buffer[:cut] (whole lines); return where scanning stopped, the events found and the
+    number of newlines before where it stopped.
 
     Scanning stops early, at the start of a line, when a rule on it needs more following lines
     than the buffer holds (or a traceback's last line lies beyond it): those lines are carried
@@ -263,17 +267,17 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
         if budget is not None:
             budget.line = line_no  # where the budget ran out, if it does here
         if end + 1 > tail and _needs_following(rules, line):
-            return start, events
+            return start, events, line_no - first_line
         peeled = peel(line)
         found = _match_line(rules, source, base, buffer, start, end, line_no, handled, peeled) if rules else []
         if not found and start not in handled:
             opened = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled,
                                  cut, ended)
             if opened is None:  # a traceback whose last line is not in the buffer yet
-                return start, events
+                return start, events, line_no - first_line
             found = opened
         events.extend(found)
-    return cut, events
+    return cut, events, line_no - first_line + buffer.count("\n", counted_to, cut)
 
 
 _LAST_LINE_TRIES = 64  # lines holding a literal but not matching, tried before giving up
@@ -281,7 +285,7 @@ _LAST_LINE_WRITERS = 256  # in a file that interleaves workers, matches looked a
 
 
 def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop: int,
-                first_line: int, handled: set[int]) -> list[Event]:
+                stop_line: int, handled: set[int]) -> list[Event]:
     """The last line of buffer[:stop] that each `scan: last-line` rule matches, as an event.
 
     Walks back from the end with `str.rfind` over the rule's literals (C speed), trying the regex
@@ -310,7 +314,7 @@ def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop
             if writer in writers:
                 continue
             writers.add(writer)
-            line_no = first_line + buffer.count("\n", 0, start)
+            line_no = stop_line - buffer.count("\n", start, stop)
             events += _match_line([rule], source, base, buffer, start, line_end, line_no,
                                   handled, peeled)
             if writer == (None, None):

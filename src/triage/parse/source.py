@@ -22,12 +22,14 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head[:_SNIFF]
 
 
+# Each begins with a newline, not `^` with MULTILINE: a pattern that begins with a literal is
+# searched for it in C, one that begins with `^` is tried at every position. The head is given
+# with a newline in front, so its first line counts too.
 # `[rank11]:` at the start of a line, after an optional torchrun tee prefix (`[default3]:`).
-_HEAD_RANK = re.compile(r"^(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d{1,9})\]:", re.MULTILINE)
+_HEAD_RANK = re.compile(r"\n(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d{1,9})\]:")
 # torchrun's `[default3]:` tee prefix and srun's ` 3: ` label: several of them mean many writers.
-_HEAD_LOCAL = re.compile(r"^(?:\[[A-Za-z_][\w-]*?(\d+)\]:|\s*(\d+): )", re.MULTILINE)
-_HEAD_NCCL_HOST = re.compile(r"^(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ",
-                             re.MULTILINE)
+_HEAD_LOCAL = re.compile(r"\n(?:\[[A-Za-z_][\w-]*?(\d+)\]:|[^\S\n]*(\d+): )")
+_HEAD_NCCL_HOST = re.compile(r"\n(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ")
 
 
 def sniff_writer(head: str, info: SourceInfo) -> None:
@@ -36,9 +38,10 @@ def sniff_writer(head: str, info: SourceInfo) -> None:
     A rank that hung writes no line any rule matches, yet its file must still be known as its own:
     the silent rank is found by the absence of its timeout, not by a line.
     """
-    info.head_ranks = {int(r): n for r, n in Counter(_HEAD_RANK.findall(head)).items()}
-    info.head_writers = len({a or b for a, b in _HEAD_LOCAL.findall(head, 0, _SNIFF_WRITERS)})
-    info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(head)))
+    lines = "\n" + head
+    info.head_ranks = {int(r): n for r, n in Counter(_HEAD_RANK.findall(lines)).items()}
+    info.head_writers = len({a or b for a, b in _HEAD_LOCAL.findall(lines, 0, _SNIFF_WRITERS + 1)})
+    info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(lines)))
 
 
 def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Event]]:
