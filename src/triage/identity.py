@@ -87,7 +87,8 @@ def resolve(events: list[Event], sources: list[SourceInfo], world_size: int | No
     """Resolve every source's writer and every event's identity (events are updated in place)."""
     group_of = {s.name: group_key(s.name) for s in sources}
     for event in events:
-        group_of.setdefault(event.evidence.source, group_key(event.evidence.source))
+        if event.evidence.source not in group_of:
+            group_of[event.evidence.source] = group_key(event.evidence.source)
     state = _State(sources, events, world_size, Writers(group_of, {}))
     for resolver in RESOLVERS:
         resolver(state)
@@ -99,9 +100,9 @@ def resolve(events: list[Event], sources: list[SourceInfo], world_size: int | No
 
 def group_key(name: str) -> str:
     """Sources written by the same process share a key: torchrun's stdout.log and stderr.log."""
-    path = PurePosixPath(name.replace("!", "/"))
-    if path.name in ("stdout.log", "stderr.log", "error.json") and path.parent.name.isdigit():
-        return str(path.parent)
+    parts = name.replace("!", "/").rsplit("/", 2)
+    if len(parts) > 1 and parts[-1] in ("stdout.log", "stderr.log", "error.json") and parts[-2].isdigit():
+        return str(PurePosixPath("/".join(parts[:-1])))
     return name
 
 

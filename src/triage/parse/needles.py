@@ -226,21 +226,23 @@ class HyperscanFinder:
         self.literals = tuple(dict.fromkeys(lit for lit in literals if lit))
         self._lengths = [len(lit.encode("utf-8")) for lit in self.literals]
         expressions = [re.escape(lit).encode("utf-8") for lit in self.literals]
-        # The shapes are Python regexes on str: UTF8|UCP gives `\w` and `\d` their Unicode meaning.
-        expressions += [shape.encode("utf-8") for shape in shapes]
-        flags = [0] * len(self.literals) + [hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP] * len(shapes)
+        # The shapes are ASCII regexes (see MARKER_SHAPES), so bytes and str agree on them.
+        expressions += [shape.encode("ascii") for shape in shapes]
+        flags = [0] * len(expressions)
         self._database = _hyperscan_database(hyperscan, expressions, flags)
-        self._fallback: PythonFinder | None = None
 
     def line_starts(self, text: str, cut: int) -> list[int]:
-        data = text[:cut].encode("utf-8", "replace")
+        ascii_only = text.isascii()
+        data = text.encode("ascii") if ascii_only else text[:cut].encode("utf-8", "replace")
         ends: list[int] = []
-        self._database.scan(data, match_event_handler=_note_end, context=ends)
+        # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
+        self._database.scan(memoryview(data)[:cut] if ascii_only else data,
+                            match_event_handler=_note_end, context=ends)
         if not ends:
             return []
         rfind = data.rfind
         starts = sorted({rfind(b"\n", 0, end) + 1 for end in ends})
-        return starts if text.isascii() else _char_offsets(data, starts)
+        return starts if ascii_only else _char_offsets(data, starts)
 
     def present(self, line: str) -> list[str]:
         ids: set[int] = set()

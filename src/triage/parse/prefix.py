@@ -55,6 +55,9 @@ def peel(line: str) -> Peeled:
     rank_prefixes: list[int] = []
     slurm_task: int | None = None
     for _ in range(8):  # prefixes stack a few deep at most; the bound guards odd input
+        first = text[:1]
+        if not (first in "[(P" or first.isdigit() or first.isspace()) or not first:
+            break  # no prefix begins so (an NCCL line begins with its host): nothing to try
         if m := _CRI.match(text):
             text = text[m.end():]
         elif m := _KUBECTL.match(text):

@@ -185,31 +185,35 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
     line_no = 1  # number of the first line of the buffer
     handled: set[int] = set()  # starts of carried lines already explained or marked
     pieces = iter(texts)
+    piece = next(pieces, None)
     ended = False
     skipping = False  # inside a line already cut to MAX_LINE: its rest is dropped until "\n"
     while not ended:
-        piece = next(pieces, None)
-        if piece is None:
-            ended = True
-            buffer = carry
-            if buffer and not buffer.endswith("\n"):
-                buffer += "\n"
-        else:
-            if skipping:
-                # The rest of an overlong line: dropped unread, in bounded memory and linear time.
-                newline = piece.find("\n")
-                if newline < 0:
-                    continue
-                piece, skipping = piece[newline:], False
-            buffer = carry + piece
-        cut = len(buffer) if ended else buffer.rfind("\n") + 1
-        if not ended and len(buffer) - cut > MAX_LINE:
+        if piece is not None and skipping:
+            # The rest of an overlong line: dropped unread, in bounded memory and linear time.
+            newline = piece.find("\n")
+            if newline < 0:
+                piece = next(pieces, None)
+                continue
+            piece, skipping = piece[newline:], False
+        # One piece ahead: the last piece is known as such, so the lines at its end are scanned
+        # with it rather than carried into one more round.
+        following = next(pieces, None) if piece is not None else None
+        ended = following is None
+        buffer = carry + piece if piece is not None else carry
+        piece = following
+        cut = buffer.rfind("\n") + 1
+        if len(buffer) - cut > MAX_LINE:
             # A line without its newline yet, already longer than any rule looks at: keep its
             # first MAX_LINE characters (what a regex would see) and drop the rest as it comes.
             buffer = buffer[:cut + MAX_LINE]
-            skipping = True
+            skipping = not ended
             stats.cut_lines += 1
-        if cut == 0:
+        if ended:
+            if buffer and not buffer.endswith("\n"):
+                buffer += "\n"
+            cut = len(buffer)
+        elif cut == 0:
             carry = buffer
             continue
         token = _BUDGET.set(stats.budget)
