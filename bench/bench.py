@@ -1,14 +1,22 @@
-"""Measure how fast `triage analyze` reads a large job, against grep over the same files.
+"""How fast `triage analyze` reads a large job, against grep (and rg) over the same files, same run.
 
     python bench/bench.py [--hosts 128] [--gpus 8] [--noise-lines 2000] [--runs 3]
 
-Generates (once, under bench/out/) a job of hosts x gpus ranks with NCCL_DEBUG=INFO-style noise and
-one silent rank, then times, in the same run and on the same files (page cache warm for all):
-  - `grep -c -F -f LITERALS` : grep looking for every rule's prefilter literal (the same
-    first-pass work triage does, done by a tool written in C);
-  - `grep -c 'Watchdog caught'`: grep looking for one string (the floor: reading the bytes);
-  - `triage analyze --format json` : the whole pipeline, verdict included.
-It prints MB/s for each and the ratios, checks that triage named the silent rank, and writes the
+Generates once, under bench/out/, a job of hosts x gpus ranks logged with NCCL_DEBUG=INFO (torch
+2.7 / NCCL 2.26 wording, training progress, one silent rank), warms the page cache, then times
+each contender `--runs` times and keeps the median:
+
+  grep -E        `grep -c -E -f PATTERNS`: every rule literal and error shape triage looks for, as one
+                 extended regex (the baseline the issue names); output to a file, not /dev/null
+                 (GNU grep stops at the first match when its output is /dev/null)
+  grep -F        `grep -c -F -f LITERALS`: the literals alone, as fixed strings
+  rg -F          the same with ripgrep, when `rg` is installed
+  triage         `triage analyze --format json -o json=FILE` (the whole pipeline: verdict included),
+                 on all cores, on one (`--jobs 1`), and on one with the Python fallback engine
+  triage --help  and the README's bundled example, for start-up cost
+
+CPU time is user + system of the process and its children (wait4), so worker processes count. It
+prints a table with the ratios to grep -E, checks that triage named the silent rank, and writes the
 figures to bench/out/results.json. Nothing here is a test: figures depend on the machine.
 """
 
@@ -17,28 +25,62 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import jobgen  # noqa: E402
 
+from triage.parse.marks import MARKER_LITERALS  # noqa: E402
 from triage.rules import load_rules  # noqa: E402
 
+_ERE_SPECIAL = set(".[]()*+?{}|^$\\")
+# The error shapes of triage.parse.marks.MARKER_SHAPES, in POSIX ERE.
+ERE_SHAPES = ["E[0-9]{3}[0-9 ]", r"\[E ", "F[0-9]{3}[0-9 ]", r"\[F ", "E[A-Z][0-9]{4}"]
 
-def timed(cmd: list[str], runs: int) -> tuple[float, subprocess.CompletedProcess[str]]:
-    times, result = [], None
-    for _ in range(runs):
+
+@dataclass
+class Timing:
+    wall: float
+    cpu: float
+    peak_mb: float
+    returncode: int
+
+
+def run_once(cmd: list[str], env: dict[str, str] | None = None, stdout: Path | None = None) -> Timing:
+    """One run: wall time, CPU of the process and its children, and its peak RSS (wait4)."""
+    sink = stdout.open("wb") if stdout else subprocess.DEVNULL
+    try:
         start = time.perf_counter()
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - start)
-    assert result is not None
-    return statistics.median(times), result
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if stdout:
+            sink.close()  # type: ignore[union-attr]
+    # ru_maxrss is in KiB on Linux; a child forked from this driver starts with the driver's RSS
+    # (exec keeps the high-water mark), so a figure near the driver's own is a floor, not a peak.
+    return Timing(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+
+
+def timed(cmd: list[str], runs: int, env: dict[str, str] | None = None,
+          stdout: Path | None = None) -> Timing:
+    times = [run_once(cmd, env, stdout) for _ in range(runs)]
+    return Timing(statistics.median(t.wall for t in times), statistics.median(t.cpu for t in times),
+                  max(t.peak_mb for t in times), times[-1].returncode)
+
+
+def ere_escape(literal: str) -> str:
+    return "".join("\\" + c if c in _ERE_SPECIAL else c for c in literal)
 
 
 def main() -> int:
@@ -50,7 +92,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    job = HERE / "out" / f"job-{args.hosts}x{args.gpus}-{args.noise_lines}"
+    out = HERE / "out"
+    out.mkdir(exist_ok=True)
+    job = out / f"job-{args.hosts}x{args.gpus}-{args.noise_lines}"
     if not job.exists():
         print(f"generating {job} …", file=sys.stderr)
         jobgen.generate(job, hosts=args.hosts, gpus=args.gpus, era="2.6", fault="silent",
@@ -58,33 +102,63 @@ def main() -> int:
     files = sorted(str(p) for p in job.rglob("*") if p.is_file())
     size_mb = sum(Path(f).stat().st_size for f in files) / 1e6
     lines = sum(1 for f in files for _ in open(f, "rb"))  # noqa: SIM115
-    literals = HERE / "out" / "literals.txt"
-    literals.write_text("\n".join(sorted({lit for r in load_rules() for lit in r.prefilter})) + "\n")
+    literals = sorted({lit for r in load_rules() for lit in r.prefilter} | set(MARKER_LITERALS))
+    literal_file, pattern_file = out / "literals.txt", out / "patterns.txt"
+    literal_file.write_text("\n".join(literals) + "\n")
+    pattern_file.write_text("\n".join([ere_escape(lit) for lit in literals] + ERE_SHAPES) + "\n")
 
-    # Warm the page cache so every contender reads from memory.
-    subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)
-    grep_all, _ = timed(["grep", "-c", "-F", "-f", str(literals), *files], args.runs)
-    grep_one, _ = timed(["grep", "-c", "Watchdog caught", *files], args.runs)
-    triage_s, result = timed([sys.executable, "-m", "triage", "analyze", "--format", "json",
-                              str(job)], args.runs)
-    report = json.loads(result.stdout)
-    culprits = [c["rank"] for c in report["verdict"]["culprits"] if c["kind"] == "rank"]
+    subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    triage = [sys.executable, "-m", "triage"]
+    report = out / "triage-report.json"
+    python_engine = {**os.environ, "TRIAGE_ENGINE": "python"}
+    contenders: dict[str, tuple[list[str], dict[str, str] | None]] = {
+        "grep -E": (["grep", "-c", "-E", "-f", str(pattern_file), *files], None),
+        "grep -F": (["grep", "-c", "-F", "-f", str(literal_file), *files], None),
+    }
+    if shutil.which("rg"):
+        contenders["rg -F"] = (["rg", "-c", "-F", "-f", str(literal_file), *files], None)
+    analyze = [*triage, "analyze", "--format", "json", "-o", f"json={report}", str(job)]
+    contenders["triage (all cores)"] = (analyze, None)
+    contenders["triage --jobs 1"] = ([*analyze, "--jobs", "1"], None)
+    contenders["triage --jobs 1, Python engine"] = ([*analyze, "--jobs", "1"], python_engine)
+
+    results: dict[str, Timing] = {}
+    for name, (cmd, env) in contenders.items():
+        results[name] = timed(cmd, args.runs, env, stdout=out / "contender.out")
+        print(f"  {name}: {results[name].wall:.2f} s", file=sys.stderr)
+    verdict = json.loads(report.read_text())["verdict"]
+    culprits = [c["rank"] for c in verdict["culprits"] if c["kind"] == "rank"]
+    startup = {
+        "triage --help": timed([*triage, "--help"], max(args.runs, 5)),
+        "triage analyze (README example)": timed(
+            [*triage, "analyze", str(ROOT / "examples" / "job-2x8-hang" / "logs")], max(args.runs, 5)),
+    }
+
+    base = results["grep -E"]
+    print(f"\n{len(files)} files, {size_mb:.0f} MB, {lines:,} lines, {args.hosts * args.gpus} ranks, "
+          f"{len(literals)} literals + {len(ERE_SHAPES)} shapes; {os.cpu_count()} CPUs; median of {args.runs}\n")
+    print(f"{'':34s} {'wall s':>7s} {'CPU s':>7s} {'MB/s':>6s} {'CPU/grep -E':>12s} {'wall/grep -E':>13s} "
+          f"{'peak MB':>8s}")
+    for name, t in results.items():
+        print(f"{name:34s} {t.wall:7.2f} {t.cpu:7.2f} {size_mb / t.wall:6.0f} {t.cpu / base.cpu:11.1f}x "
+              f"{t.wall / base.wall:12.1f}x {t.peak_mb:8.0f}")
+    for name, t in startup.items():
+        print(f"{name:34s} {t.wall:7.2f} {t.cpu:7.2f}")
+    print(f"\nverdict: {verdict['status']}, culprits {culprits} (expected [{args.culprit}])")
+
     figures = {
         "job": {"ranks": args.hosts * args.gpus, "files": len(files), "megabytes": round(size_mb, 1),
                 "lines": lines},
         "cpus": os.cpu_count(),
-        "seconds": {"grep_literals": round(grep_all, 3), "grep_one_string": round(grep_one, 3),
-                    "triage": round(triage_s, 3)},
-        "MB_per_s": {"grep_literals": round(size_mb / grep_all), "grep_one_string": round(size_mb / grep_one),
-                     "triage": round(size_mb / triage_s)},
-        "triage_vs_grep_literals": round(grep_all / triage_s, 3),
-        "triage_vs_grep_one_string": round(grep_one / triage_s, 3),
-        "verdict": {"status": report["verdict"]["status"], "culprits": culprits,
-                    "expected": [args.culprit]},
-        "literals": len(literals.read_text().splitlines()),
+        "runs": args.runs,
+        "contenders": {name: {"wall_s": round(t.wall, 3), "cpu_s": round(t.cpu, 3), "peak_mb": round(t.peak_mb),
+                              "cpu_vs_grep_E": round(t.cpu / base.cpu, 2),
+                              "wall_vs_grep_E": round(t.wall / base.wall, 2)}
+                       for name, t in results.items()},
+        "startup": {name: {"wall_s": round(t.wall, 3), "cpu_s": round(t.cpu, 3)} for name, t in startup.items()},
+        "verdict": {"status": verdict["status"], "culprits": culprits, "expected": [args.culprit]},
     }
-    (HERE / "out" / "results.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
+    (out / "results.json").write_text(json.dumps(figures, indent=2) + "\n")
     return 0 if culprits == [args.culprit] else 1
 
 

@@ -27,6 +27,7 @@ import io
 import json
 import os
 import random
+import re
 import resource
 import shlex
 import shutil
@@ -485,9 +486,13 @@ def _rule_mutation(name: str) -> Callable[[Callable[[random.Random, dict[str, ob
 
 @_rule_mutation("catastrophic-regex")
 def _m_regex(rng: random.Random, r: dict[str, object]) -> object:
+    # A valid rule (it loads), so the regex reaches the lines: what the time budgets are for.
     r["prefilter"] = ["aaaa"]
     r["regex"] = rng.choice([r"(a+)+$", r"(a|aa)+$", r"(a*)*b", r"^(\w+\s?)*$", r"(?:a+){20}$"])
-    r.pop("examples", None)
+    r["message"] = "a catastrophic regex"
+    r["examples"] = {"match": ["aaaa"], "nomatch": ["aaaa!"]}
+    for key in ("block", "info_fields", "scan"):
+        r.pop(key, None)
     return r
 
 
@@ -555,7 +560,11 @@ def gen_hostile_rules(rng: random.Random, d: Path) -> tuple[list[str], str]:
         r = _base_rule(rng)
         what, mutate = rng.choice(RULE_MUTATIONS)
         doc = mutate(rng, r)
-        (rules / "bad.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+        # Named after its id where it has one, as a rule file must be: the mutation is what is wrong.
+        rule_id = r.get("id")
+        fits = isinstance(rule_id, str) and re.fullmatch(r"[a-z0-9-]{1,100}", rule_id) is not None
+        name = f"{rule_id}.yaml" if fits and doc is r else "bad.yaml"
+        (rules / name).write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
     logs = d / "logs"
     logs.mkdir()
     shutil.copyfile(_text_file(rng), logs / "rank-0.log")
@@ -607,6 +616,18 @@ def _validator():  # type: ignore[no-untyped-def]
         return _VALIDATOR
 
 
+def _peak_rss_kb(pid: int) -> int:
+    """VmHWM of a live process, in KiB (0 once it has exited, or without /proc)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def run_case(case: Case, time_limit: float = TIME_LIMIT) -> Outcome:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1", "COLUMNS": "100"}
     env.pop("TRIAGE_DEBUG", None)
@@ -614,8 +635,9 @@ def run_case(case: Case, time_limit: float = TIME_LIMIT) -> Outcome:
         start = time.monotonic()
         p = subprocess.Popen(command(case.args), cwd=case.root, stdin=subprocess.DEVNULL, stdout=out,
                              stderr=err, env=env, preexec_fn=_limits)
-        status, usage, timed_out = 0, None, False
+        status, usage, timed_out, peak_kb = 0, None, False, 0
         while True:
+            peak_kb = max(peak_kb, _peak_rss_kb(p.pid))
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -632,9 +654,10 @@ def run_case(case: Case, time_limit: float = TIME_LIMIT) -> Outcome:
         err.seek(0)
         stdout = out.read()
         stderr = err.read().decode("utf-8", "replace")
-    # Caveat: Linux carries ru_maxrss across fork+exec, so this is max(this driver's RSS at the
-    # fork, the child's peak): an upper bound. Read it with the driver's own RSS in mind.
-    rss = usage.ru_maxrss if usage else 0
+    # The child's own high-water mark, read while it ran (ru_maxrss is no use: Linux carries it
+    # across fork+exec, so it would be this driver's RSS whenever that is larger). Growth in the
+    # last 10 ms before exit is missed; where /proc is missing, ru_maxrss is the (upper) bound.
+    rss = peak_kb or (usage.ru_maxrss if usage else 0)
     rc = os.waitstatus_to_exitcode(status)
     tail = stderr[-2000:]
 

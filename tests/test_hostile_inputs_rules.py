@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import time
+import tracemalloc
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pytest
+
 from triage.api import analyze
+from triage.parse import scan
 from triage.identity import resolve
 from triage.job import DENSE_RANKS, build_job
 from triage.model import Event, Identity, SourceInfo
@@ -28,9 +31,15 @@ def test_a_line_without_newline_is_cut_in_linear_time_and_noted() -> None:
         yield "\n[rank1]: RuntimeError: boom\n"
 
     stats = ScanStats()
-    began = time.perf_counter()
-    events = _scan(pieces(), stats)
-    assert time.perf_counter() - began < 0.5
+    tracemalloc.start()
+    try:
+        events = _scan(pieces(), stats)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Bounded memory: a piece or two at a time, never the line (re-reading a growing line is
+    # also what made it quadratic in time).
+    assert peak < 8 << 20, f"{peak >> 20} MiB held for a 64 MiB line"
     assert stats.lines == 3 and stats.cut_lines == 1
     assert [e.evidence.line for e in events] == [3]
     assert stats.notes() == [f"1 line longer than {MAX_LINE} characters was cut to that length"]
@@ -63,9 +72,13 @@ def test_a_source_note_says_a_line_was_cut_and_the_report_stays_small(tmp_path: 
 
 
 def test_a_huge_stated_world_size_allocates_no_rank_per_rank() -> None:
-    began = time.perf_counter()
-    job = build_job([], [], world_size=100_000_000)
-    assert time.perf_counter() - began < 0.5
+    tracemalloc.start()
+    try:
+        job = build_job([], [], world_size=100_000_000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, f"{peak >> 20} MiB for a number"  # a rank per rank would be gigabytes
     assert job.world_size == 100_000_000 and job.ranks == {}
     assert job.unlisted == [(0, 99_999_999)]
 
@@ -93,3 +106,28 @@ def test_a_huge_stated_world_is_reported_as_ranges_not_listed(tmp_path: Path) ->
                    "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
     verdict = analyze([log]).verdict
     assert any(note.startswith("logs of ranks 1-99999999 are missing") for note in verdict.missing)
+
+
+def test_a_catastrophic_user_regex_is_stopped_by_the_budget_and_the_rest_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A valid user rule whose regex backtracks exponentially on the lines its literal finds, in a
+    # real analysis: its time is capped per line and per source, it is dropped for the rest of
+    # the source (which says so), and the built-in rules still read the same file to its end.
+    monkeypatch.setattr(scan, "REGEX_BUDGET_S", 0.3)  # the 5 s default, shortened for the suite
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "slow-aaaa.yaml").write_text(
+        "id: slow-aaaa\ntitle: catastrophic\nfamily: python\nkind: error\nphase: execution\n"
+        "severity: error\nprefilter: [aaaa]\nregex: '(a+)+$'\nmessage: slow\n"
+        "explain: {meaning: x, next_steps: x}\nexamples: {match: [aaaa], nomatch: ['aaaa!']}\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "rank-0.log").write_text("a" * 30 + "!\n" * 1 + ("a" * 30 + "!\n") * 20000
+                                     + "[rank0]: RuntimeError: boom\n")
+    report = analyze([logs], rules_dirs=[rules])
+    (source,) = report.sources
+    (note,) = [n for n in source.notes if n.startswith("regex time budget")]
+    assert note.startswith("regex time budget (0.3 s) exceeded at line ")
+    assert "slow-aaaa" in note and "not tried on the rest of this source" in note
+    assert int(note.split("exceeded at line ")[1].split(":")[0]) < 20000  # long before the end
+    assert [e.evidence.line for e in report.events if e.rank == 0 and "boom" in e.message] == [20002]

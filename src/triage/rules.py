@@ -178,8 +178,8 @@ def read_rule_document(path: Path, *, strict: bool = True) -> Any:
         return yaml.load(text, Loader=_StrictLoader if strict else _SAFE_LOADER)  # noqa: S506
     except UnicodeDecodeError as exc:
         raise RuleError(f"{path}: cannot read rule: not UTF-8 ({exc.reason})") from None
-    except yaml.YAMLError as exc:
-        raise RuleError(f"{path}: cannot read rule: {exc}") from None
+    except yaml.YAMLError as exc:  # its text spans lines (a caret under the spot): one line here
+        raise RuleError(f"{path}: cannot read rule: {' '.join(str(exc).split())}") from None
     except RecursionError:
         raise RuleError(f"{path}: cannot read rule: nested too deeply") from None
 

@@ -94,7 +94,7 @@ class Matcher:
 class RegexBudget:
     """Regex time spent on one source, per rule, and the rules dropped once it ran out."""
 
-    limit: float = REGEX_BUDGET_S
+    limit: float = field(default_factory=lambda: REGEX_BUDGET_S)
     spent: float = 0.0
     by_rule: dict[str, float] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
