@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from triage.api import analyze
-from triage.parse import scan
 from triage.identity import resolve
 from triage.job import DENSE_RANKS, build_job
 from triage.model import Event, Identity, SourceInfo
+from triage.parse import scan
 from triage.parse.scan import MAX_LINE, Matcher, RegexBudget, ScanStats, scan_text
 from triage.rules import load_rules
 
