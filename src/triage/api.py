@@ -1,21 +1,33 @@
-"""The library entry point: `analyze(paths) -> Report`. The CLI is a thin layer over this."""
+"""The library entry point: `analyze(paths) -> Report`. The CLI is a thin layer over this.
+
+`extract(paths, output)` is the map step alone (discover, open, scan), written to a file where the
+logs are (`triage.extract`); `analyze` reads such files among its inputs and does the rest.
+"""
 
 from __future__ import annotations
 
+import datetime
+import gzip
+import io
 import multiprocessing
 import os
+import socket
+import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from triage import __version__
+from triage import extract as extract_file
 from triage.diagnose.verdict import diagnose
 from triage.ingest.discover import iter_files, open_file
-from triage.ingest.open import Stream, Unreadable, expand, stdin_stream
+from triage.ingest.open import Stream, Unreadable, display_name, expand, stdin_stream
 from triage.job import build_job
 from triage.model import Event, Identity, Report, SourceInfo
 from triage.parse.scan import Matcher
-from triage.parse.source import scan_stream
+from triage.parse.source import scan_sources
 from triage.rules import load_rules
 from triage.unexplained import summarize
 
@@ -56,6 +68,7 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
             events.extend(found)
     if not any(s.skipped is None and s.bytes for s in sources):
         raise NoInput(sources)  # nothing read, or only empty inputs: no evidence is not health
+    _note_name_clashes(sources)
     job = build_job(events, sources, world_size)
     verdict = diagnose(job)
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,
@@ -63,11 +76,125 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
                   groups=job.groups, unexplained=summarize(job.events))
 
 
-def _scan_all(matcher: Matcher, names: list[str]) -> Iterator[Scanned]:
-    """Scanned sources, file by file, in the order given; files in parallel when it pays."""
+def _note_name_clashes(sources: list[SourceInfo]) -> None:
+    """Sources of two extracts with one name (the same path on two nodes) are one writer's to the
+    identity stage, which reads who wrote a source from its name: say so."""
+    if not any(n.startswith(extract_file.NOTE_FROM) for s in sources for n in s.notes):
+        return
+    counts = Counter(s.name for s in sources if not s.skipped)
+    for source in sources:
+        if counts[source.name] > 1 and not source.skipped:
+            source.notes.append(f"{counts[source.name]} sources have this name (the same path on "
+                                "several nodes?): they are taken as one writer's; `triage extract "
+                                "--host NAME` on each node tells them apart")
+
+
+@dataclass
+class Extracted:
+    """What `extract` wrote: how many sources and events, and the bytes read and written."""
+
+    output: str
+    sources: list[SourceInfo]
+    events: int
+    bytes_in: int
+    bytes_out: int
+
+    @property
+    def readable(self) -> bool:
+        return any(s.skipped is None and s.bytes for s in self.sources)
+
+
+def extract(paths: Sequence[str | Path], output: str | Path, *, host: str | None = None,
+            rules_dirs: Sequence[Path] = ()) -> Extracted:
+    """Scan the logs under `paths` and write what was found to `output` (`-`: stdout; gzipped when
+    the name ends in .gz), for `analyze` to read elsewhere with the same result.
+
+    `host`: the node's name, put in front of every source name (`NAME/` + the path), as if the
+    logs had been collected into a folder named after it: the identity stage reads it from there.
+    The file is written whole, under a temporary name renamed at the end; sources that cannot be
+    read are written too (as skipped), so the analysis says what was missing on this node. Raises
+    RuleError for an invalid rule, ValueError for a bad `host`, OSError when `output` cannot be
+    written.
+    """
+    if host is not None:
+        check_host(host)
+    matcher = Matcher(load_rules(rules_dirs))
+    names = [str(p) for p in paths]
+    out = str(output)
+    exclude = _file_keys([out]) if out != "-" else frozenset()
+    scanned = [one for batch in _scan_all(matcher, names, exclude) for one in batch]
+    if host is not None:
+        scanned = [extract_file.prefixed(one, f"{host}/") for one in scanned]
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    head = extract_file.header(rules=extract_file.rules_digest(matcher.rules),
+                               host=host or socket.gethostname() or None,
+                               created=created.replace("+00:00", "Z"),
+                               paths=[display_name(n) for n in names],
+                               name_prefix=f"{host}/" if host is not None else None)
+    buffer = io.BytesIO()
+    _, events = extract_file.write(buffer, head, scanned)
+    data = buffer.getvalue()
+    if out != "-" and out.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    _write_whole(out, data)
+    return Extracted(output=out, sources=[info for info, _ in scanned], events=events,
+                     bytes_in=sum(info.bytes for info, _ in scanned), bytes_out=len(data))
+
+
+def check_host(host: str) -> None:
+    """A node name fit to be a folder name in front of the source names; ValueError if not."""
+    if (not host or len(host) > 253 or not host.isprintable() or any(c in host for c in "/\\! ")
+            or host in (".", "..")):
+        raise ValueError(f"--host must be a node name (no spaces, '/', '\\' or '!'), not {host!r}")
+
+
+def _write_whole(out: str, data: bytes) -> None:
+    if out == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written under another name and renamed: a reader of the shared folder never sees half a file.
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_bytes(data)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _file_keys(names: list[str]) -> frozenset[tuple[int, int]]:
+    """(device, inode) of the files named that exist: the extract being rewritten is not read."""
+    keys = set()
+    for name in names:
+        try:
+            st = Path(name).stat()
+        except (OSError, ValueError):
+            continue
+        keys.add((st.st_dev, st.st_ino))
+    return frozenset(keys)
+
+
+def _excluded(item: Path | Unreadable, exclude: frozenset[tuple[int, int]]) -> bool:
+    try:
+        st = item.stat() if isinstance(item, Path) else None
+    except OSError:
+        return False
+    return st is not None and (st.st_dev, st.st_ino) in exclude
+
+
+def _scan_all(matcher: Matcher, names: list[str],
+              exclude: frozenset[tuple[int, int]] = frozenset()) -> Iterator[Scanned]:
+    """Scanned sources, file by file, in the order given; files in parallel when it pays.
+
+    `exclude`: (device, inode) of files not to read (an extract's own output).
+    """
     if "-" in names:
         yield _scan_streams(matcher, expand("<stdin>", stdin_stream().fileobj))
     files = list(iter_files(names))
+    if exclude:
+        files = [f for f in files if not _excluded(f, exclude)]
     paths = [f for f in files if isinstance(f, Path)]
     if _worth_parallel(paths):
         global _matcher
@@ -108,7 +235,7 @@ def _scan_path(path: Path) -> Scanned:
 def _scan_streams(matcher: Matcher, items: Iterator[Stream | Unreadable]) -> Scanned:
     scanned: Scanned = []
     for item in items:
-        scanned.append(_unreadable(item) if isinstance(item, Unreadable) else scan_stream(matcher, item))
+        scanned.extend([_unreadable(item)] if isinstance(item, Unreadable) else scan_sources(matcher, item))
     return scanned
 
 

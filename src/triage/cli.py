@@ -121,6 +121,54 @@ def analyze_command(
     raise typer.Exit(code)
 
 
+@app.command("extract", help="Scan one node's logs where they are and write what was found (its sources, "
+             "events, milestones, facts) to a compact extract file; `triage analyze` reads extracts of many "
+             "nodes (alone, gzipped, in archives or folders, mixed with raw logs) and gives the verdict it "
+             "would give on all the logs. See docs/extract.md. Exit codes: 0 extract written; 2 usage or "
+             "input error (nothing readable: the extract is still written, saying why; bad option, invalid "
+             "rule, output not writable).")
+def extract_command(
+    paths: Annotated[list[str], typer.Argument(help="Log folders, files or archives; - reads stdin.",
+                                               show_default=False)],
+    output: Annotated[str, typer.Option(
+        "--output", "-o", metavar="FILE",
+        help="Where to write the extract; gzipped when FILE ends in .gz; - writes it to stdout.",
+        show_default=False)],
+    host: Annotated[str | None, typer.Option(
+        "--host", metavar="NAME",
+        help="This node's name, put in front of every source name (NAME/path), as a folder named after the "
+             "host would be: for logs whose paths do not name their host. Use the name the logs use "
+             "(`hostname -s`).")] = None,
+    rules: Annotated[list[Path] | None, typer.Option(
+        "--rules", help="Extra folder of rule YAML files (repeatable).")] = None,
+) -> None:
+    from triage.api import extract
+
+    try:
+        done = extract(paths, output, host=host, rules_dirs=rules or [])
+    except ValueError as exc:  # --host
+        raise UserError(str(exc)) from None
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    skipped = sum(1 for s in done.sources if s.skipped)
+    where = "stdout" if output == "-" else output
+    shrunk = done.bytes_out and done.bytes_in >= 2 * done.bytes_out
+    ratio = f", 1/{done.bytes_in // done.bytes_out:,}" if shrunk else ""
+    err.print(Text(f"triage: extract: {len(done.sources) - skipped} sources read ({skipped} skipped), "
+                   f"{done.events:,} events: {_size(done.bytes_in)} of logs -> {_size(done.bytes_out)} "
+                   f"in {where}{ratio}"))
+    if not done.readable:
+        raise UserError(str(NoInput(done.sources)))
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1000:
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"
+
+
 @rules_app.command("list", help="One line per rule: id, family, kind, phase, title.")
 def rules_list(
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra rule folder.")] = None,

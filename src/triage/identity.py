@@ -127,6 +127,10 @@ def from_path(state: _State) -> None:
             if full.host is not None:
                 found.host = full.host
                 found.learnt_from["host"] = full.learnt_from["host"] + " (shared by every source)"
+        if found.host is None and source.identity.host is not None:
+            # Stated with the source itself (`triage extract --host NAME`), where the path says nothing.
+            found.host = source.identity.host
+            found.learnt_from["host"] = source.identity.learnt_from.get("host", "stated")
         current = state.writers.identities.get(key)
         if current is not None:
             _note_disagreement(state, key, current, found, "path")

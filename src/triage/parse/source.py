@@ -1,4 +1,4 @@
-"""Read one source end to end: refuse binary data, decode, scan, count."""
+"""Read one source end to end: refuse binary data, decode, scan, count; or read a triage extract."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
+from triage import extract
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
 from triage.parse import paste, ranktable, ras
@@ -44,14 +45,42 @@ def sniff_writer(head: str, info: SourceInfo) -> None:
     info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(lines)))
 
 
-def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Event]]:
-    """Events of one source and what was learnt about it; read errors are reported, not raised."""
+def scan_sources(matcher: Matcher, stream: Stream) -> list[tuple[SourceInfo, list[Event]]]:
+    """The sources one stream holds: itself, scanned, or those of a `triage extract` it is.
+
+    An extract is told by its header at the head of the stream (whatever wraps it: gzip, an
+    archive member): its sources were scanned where the logs were, and are read back as they were
+    found there. The check costs one comparison of the first bytes of every source.
+    """
+    chunks: Iterator[bytes] = read_chunks(stream)
+    try:
+        first = next(chunks, b"")
+    except READ_ERRORS as exc:
+        unread = SourceInfo(name=stream.name, identity=Identity(), skipped=f"cannot be read: {_reason(exc)}")
+        return [(unread, [])]
+    if extract.looks_like(first):
+        found = extract.read(stream.name, itertools.chain([first], chunks),
+                             lambda: extract.rules_digest(matcher.rules), READ_ERRORS)
+        if stream.notes:  # a decompression budget cut it short
+            found.append((SourceInfo(name=stream.name, identity=Identity(),
+                                     skipped="; ".join(stream.notes)), []))
+        return found
+    return [scan_stream(matcher, stream, itertools.chain([first], chunks))]
+
+
+def scan_stream(matcher: Matcher, stream: Stream,
+                chunks: Iterator[bytes] | None = None) -> tuple[SourceInfo, list[Event]]:
+    """Events of one source and what was learnt about it; read errors are reported, not raised.
+
+    `chunks`: the stream's bytes, where reading it has begun (its first chunk put back).
+    """
     identity = Identity()  # who wrote it is resolved later, by the identity stage
     info = SourceInfo(name=stream.name, identity=identity)
     stats = ScanStats()
     events: list[Event] = []
     try:
-        chunks: Iterator[bytes] = read_chunks(stream)
+        if chunks is None:
+            chunks = read_chunks(stream)
         first = next(chunks, b"")
         if looks_binary(first):
             info.skipped = "binary data, not a text log"
@@ -82,7 +111,7 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
             events = list(scan_text(matcher, stream.name, identity, texts, stats))
     except READ_ERRORS as exc:
         # A truncated gzip or a read error part-way: keep what was read, say what happened.
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        reason = _reason(exc)
         if stats.bytes == 0:
             info.skipped = f"cannot be read: {reason}"
             return info, []
@@ -97,3 +126,7 @@ def scan_stream(matcher: Matcher, stream: Stream) -> tuple[SourceInfo, list[Even
     if stats.bytes == 0 and not info.skipped:
         info.notes.append("empty")
     return info, events
+
+
+def _reason(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:160]

@@ -12,6 +12,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
+from triage.extract import NOTE_FROM
 from triage.model import Culprit, Report, Status, Unexplained
 from triage.ranks import fmt_ranks
 from triage.report.views import GridFold, ReportView, grid, job_size, victims_line, who
@@ -190,13 +191,29 @@ def _logged_by(u: Unexplained) -> str:
 
 def _sources(report: Report) -> list[Text]:
     skipped = [s for s in report.sources if s.skipped]
-    noted = [s for s in report.sources if s.notes and not s.skipped and s.notes != ["empty"]]
+    # Where a source came from (`triage extract`) is said once for all, not on each source.
+    extracts: dict[str, int] = {}
+    noted: list[tuple[str, list[str]]] = []
+    for s in report.sources:
+        notes = []
+        for note in s.notes:
+            if note.startswith(NOTE_FROM):
+                extracts[note[len(NOTE_FROM):]] = extracts.get(note[len(NOTE_FROM):], 0) + 1
+            else:
+                notes.append(note)
+        if notes and not s.skipped and notes != ["empty"]:
+            noted.append((s.name, notes))
     read = len(report.sources) - len(skipped)
     lines = [Text(f"\nSources: {read} read, {len(skipped)} skipped", style="bold")]
+    if extracts:
+        shown = ", ".join(f"{n} from {name}" for name, n in list(extracts.items())[:3])
+        more = len(extracts) - 3
+        more_text = f" and {more} more extract{'s' if more > 1 else ''}" if more > 0 else ""
+        lines.append(Text(f"  from triage extracts: {shown}{more_text}", style="dim"))
     lines.extend(Text(f"  skipped {s.name}: {s.skipped}", style="yellow") for s in skipped[:10])
     if len(skipped) > 10:
         lines.append(Text(f"  … and {len(skipped) - 10} more skipped", style="yellow"))
-    lines.extend(Text(f"  {s.name}: {'; '.join(s.notes)}", style="dim") for s in noted[:5])
+    lines.extend(Text(f"  {name}: {'; '.join(notes)}", style="dim") for name, notes in noted[:5])
     conflicted = [s for s in report.sources if s.conflicts and not s.skipped]
     lines.extend(Text(f"  {s.name}: who wrote it is disputed: {'; '.join(s.conflicts)}",
                       style="yellow") for s in conflicted[:5])
