@@ -33,6 +33,7 @@ from triage.unexplained import summarize
 
 # Below this much input, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
+MAX_JOBS = 16  # past this many readers, the one process that builds the job waits on them anyway
 Scanned = list[tuple[SourceInfo, list[Event]]]
 
 _matcher: Matcher | None = None  # the worker processes' matcher, inherited through fork
@@ -49,8 +50,11 @@ class NoInput(Exception):
 
 def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
             rules_dirs: Sequence[Path] = (),
-            progress: Callable[[str], None] | None = None) -> Report:
+            progress: Callable[[str], None] | None = None, jobs: int | None = None) -> Report:
     """Read every source under `paths` and diagnose the job they came from.
+
+    `jobs`: processes that read files at once (None: one per CPU this process may use, up to
+    MAX_JOBS; inputs under PARALLEL_MIN_BYTES are read by this process alone).
 
     Raises RuleError for an invalid rule and NoInput when not one source could be read or every
     one was empty; a source
@@ -60,7 +64,7 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
     names = [str(p) for p in paths]
     sources: list[SourceInfo] = []
     events: list[Event] = []
-    for scanned in _scan_all(matcher, names):
+    for scanned in _scan_all(matcher, names, jobs=jobs):
         for info, found in scanned:
             if progress:
                 progress(info.name)
@@ -185,7 +189,7 @@ def _excluded(item: Path | Unreadable, exclude: frozenset[tuple[int, int]]) -> b
 
 
 def _scan_all(matcher: Matcher, names: list[str],
-              exclude: frozenset[tuple[int, int]] = frozenset()) -> Iterator[Scanned]:
+              exclude: frozenset[tuple[int, int]] = frozenset(), jobs: int | None = None) -> Iterator[Scanned]:
     """Scanned sources, file by file, in the order given; files in parallel when it pays.
 
     `exclude`: (device, inode) of files not to read (an extract's own output).
@@ -196,11 +200,11 @@ def _scan_all(matcher: Matcher, names: list[str],
     if exclude:
         files = [f for f in files if not _excluded(f, exclude)]
     paths = [f for f in files if isinstance(f, Path)]
-    if _worth_parallel(paths):
+    workers = _workers(paths, jobs)
+    if workers > 1:
         global _matcher
         _matcher = matcher
         context = multiprocessing.get_context("fork")
-        workers = min(len(paths), os.cpu_count() or 1, 16)
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             results = pool.map(_scan_path, paths, chunksize=max(1, len(paths) // (workers * 8)))
             by_path = dict(zip(paths, results, strict=True))
@@ -211,11 +215,13 @@ def _scan_all(matcher: Matcher, names: list[str],
         yield _scan_streams(matcher, open_file(item)) if isinstance(item, Path) else [_unreadable(item)]
 
 
-def _worth_parallel(paths: list[Path]) -> bool:
-    if len(paths) < 2 or (os.cpu_count() or 1) < 2:
-        return False
+def _workers(paths: list[Path], jobs: int | None) -> int:
+    """How many processes read `paths`: 1 (this one) unless several files, CPUs and bytes make it pay."""
+    limit = min(usable_cpus(), MAX_JOBS) if jobs is None else jobs
+    if limit < 2 or len(paths) < 2:
+        return 1
     if "fork" not in multiprocessing.get_all_start_methods():
-        return False  # spawned workers would re-import and re-load every rule: not worth it
+        return 1  # spawned workers would re-import and re-load every rule: not worth it
     total = 0
     for path in paths:
         try:
@@ -223,8 +229,15 @@ def _worth_parallel(paths: list[Path]) -> bool:
         except OSError:
             continue
         if total >= PARALLEL_MIN_BYTES:
-            return True
-    return False
+            return min(limit, len(paths))
+    return 1
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a Slurm step or a container may allow fewer than exist)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def _scan_path(path: Path) -> Scanned:

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import heapq
 import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol
 
 import regex
+
+from triage import cache
 
 _NEEDLE_LENGTHS = (4, 5, 6, 8, 10, 12)
 _WORD = regex.compile(r"[A-Za-z_]{5,}")
@@ -143,7 +143,7 @@ def trie_regex(words: list[str], extra: tuple[str, ...] = ()) -> str:
 
 @functools.cache
 def _healthy_sample() -> str:
-    return (files("triage.parse") / "healthy-sample.log").read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parent / "healthy-sample.log").read_text(encoding="utf-8")
 
 
 class LiteralFinder(Protocol):
@@ -292,40 +292,21 @@ def _char_offsets(data: bytes, starts: list[int]) -> list[int]:
 
 
 def _hyperscan_database(hyperscan: Any, expressions: list[bytes], flags: list[int]) -> Any:
-    """The compiled database, from the on-disk cache when the same expressions were compiled before.
+    """The compiled database, from the cache when the same expressions were compiled before.
 
-    Compiling takes ~75 ms; loading a serialized database ~20 µs. The cache is keyed by the
-    expressions, their flags and hyperscan's version; a file that does not load is recompiled.
+    Compiling takes ~75 ms; loading a serialized database ~20 µs. The entry is keyed by the
+    expressions, their flags and hyperscan's version; one that does not load is recompiled.
     """
-    key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), expressions, flags)).encode())
-    folder = _cache_dir()
-    path = folder / f"hyperscan-{key.hexdigest()[:32]}.db" if folder else None
-    if path is not None:
-        with contextlib.suppress(Exception):  # absent, truncated, another build's: compile instead
-            loaded = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+    name = f"hyperscan-{cache.key(getattr(hyperscan, '__version__', ''), expressions, flags)}.db"
+    if (kept := cache.read(name)) is not None:
+        with contextlib.suppress(Exception):  # truncated, another build's: compile instead
+            loaded = hyperscan.loadb(kept, hyperscan.HS_MODE_BLOCK)
             loaded.scratch = hyperscan.Scratch(loaded)  # a loaded database comes without one
             return loaded
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_bytes(hyperscan.dumpb(database))
-            partial.replace(path)
-        except OSError:
-            pass  # a read-only home: compile each time
+    cache.write(name, hyperscan.dumpb(database))
     return database
-
-
-def _cache_dir() -> Path | None:
-    """Where compiled matchers are kept: $TRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/triage or
-    ~/.cache/triage; TRIAGE_CACHE_DIR set empty turns the cache off."""
-    configured = os.environ.get("TRIAGE_CACHE_DIR")
-    if configured is not None:
-        return Path(configured) if configured else None
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "triage"
 
 
 def literal_finder(literals: Sequence[str], shapes: Sequence[str] = (),

@@ -5,23 +5,40 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+import functools
+from typing import TYPE_CHECKING, TextIO
 
-from triage.model import Report
-from triage.report import github, html, json_format, junit, markdown, sarif, terminal
-from triage.report.formatter import Formatter
-from triage.report.views import build
+if TYPE_CHECKING:
+    from triage.model import Report
+    from triage.report.formatter import Formatter
 
-REGISTRY: dict[str, Formatter] = {f.name: f for f in (
-    terminal.FORMATTER,
-    json_format.FORMATTER,
-    markdown.FORMATTER,
-    github.FORMATTER,
-    junit.FORMATTER,
-    sarif.FORMATTER,
-    html.FORMATTER,
-)}
-FORMATS = tuple(REGISTRY)
+# The registry's names, in its order; kept here so that `triage --help` lists them without
+# importing every formatter (the registry checks that they agree).
+FORMATS = ("terminal", "json", "markdown", "github", "junit", "sarif", "html")
+
+
+@functools.cache
+def _registry() -> dict[str, Formatter]:
+    from triage.report import github, html, json_format, junit, markdown, sarif, terminal
+
+    registry: dict[str, Formatter] = {f.name: f for f in (
+        terminal.FORMATTER,
+        json_format.FORMATTER,
+        markdown.FORMATTER,
+        github.FORMATTER,
+        junit.FORMATTER,
+        sarif.FORMATTER,
+        html.FORMATTER,
+    )}
+    if tuple(registry) != FORMATS:
+        raise RuntimeError(f"FORMATS {FORMATS} does not name the registry's formats {tuple(registry)}")
+    return registry
+
+
+def __getattr__(name: str) -> dict[str, Formatter]:
+    if name == "REGISTRY":  # built when first asked for (PEP 562)
+        return _registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnknownFormat(ValueError):
@@ -29,10 +46,12 @@ class UnknownFormat(ValueError):
 
 
 def formatter(name: str) -> Formatter:
-    if name not in REGISTRY:
+    if name not in _registry():
         raise UnknownFormat(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}")
-    return REGISTRY[name]
+    return _registry()[name]
 
 
 def render(report: Report, fmt: str, out: TextIO, *, color: bool | None = None) -> None:
+    from triage.report.views import build
+
     formatter(fmt).write(build(report), out, color=color)

@@ -95,7 +95,7 @@ def document(view: ReportView) -> dict[str, Any]:
 
 
 def _dump(doc: dict[str, Any], out: TextIO) -> None:
-    json.dump(doc, out, indent=2, ensure_ascii=False)
+    out.write(json.dumps(doc, indent=2, ensure_ascii=False))  # one write (see json_format.write)
     out.write("\n")
 
 

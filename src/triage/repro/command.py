@@ -16,13 +16,9 @@ import typer
 from rich.text import Text
 
 from triage import exitcodes
-from triage.api import analyze
-from triage.ingest.discover import REPORT_JSON, REPORT_TEXT  # `analyze` skips these in a folder
 from triage.model import Status
-from triage.report import FORMATS, render
-from triage.report import outputs as report_outputs
-from triage.repro import launch, launched, placement, present
-from triage.repro.coordinator import Outcome, run_standalone
+from triage.report import FORMATS
+from triage.repro import launch, placement
 from triage.repro.options import (
     BACKENDS,
     DEFAULT_ITERS,
@@ -36,11 +32,13 @@ from triage.repro.options import (
     parse_sizes,
 )
 from triage.repro.protocol import PHASES
-from triage.repro.store import StoreError
-from triage.repro.supervise import SpawnError, fork_waiting_rank
 
+# What runs the ranks, analyses and presents is imported by the functions that do it: `triage
+# --help` registers this command without loading the analysis.
 if TYPE_CHECKING:
     from triage.model import Report
+    from triage.report import outputs as report_outputs
+    from triage.repro.coordinator import Outcome
 
 INSTALL_HINT = "triage repro needs PyTorch: pip install 'triage[repro]'"
 INTERRUPTED = 130  # the shell's code for a command ended by Ctrl-C
@@ -131,6 +129,8 @@ def repro(
 
 def _output_files(fmt: str, specs: list[str]) -> list[report_outputs.Output]:
     """The --output files (repro always prints its report on stdout too)."""
+    from triage.report import outputs as report_outputs
+
     try:
         planned = report_outputs.plan(fmt, specs)
     except report_outputs.OutputError as exc:
@@ -182,6 +182,8 @@ class _Settings:
 
 
 def _fail(message: str, out: TextIO | None = None) -> NoReturn:
+    from triage.repro import present
+
     present.console(out or sys.stderr).print(Text(f"triage: error: {message}"))
     raise typer.Exit(exitcodes.USAGE_OR_INPUT_ERROR)
 
@@ -189,6 +191,10 @@ def _fail(message: str, out: TextIO | None = None) -> NoReturn:
 # -- standalone ---------------------------------------------------------------------------------
 
 def _standalone(s: _Settings) -> int:
+    from triage.repro import present
+    from triage.repro.coordinator import run_standalone
+    from triage.repro.supervise import SpawnError
+
     backend, gpus = s.backend_here()
     if backend == "nccl":
         world = s.world_size or gpus * s.ranks_per_gpu
@@ -218,6 +224,8 @@ def _standalone(s: _Settings) -> int:
 
 def new_log_dir(given: Path | None) -> Path:
     """The folder of this run: the one given (empty or new), else a new one under the current directory."""
+    from triage.repro import launched
+
     if given is None:
         given = Path(launched.fresh_log_dir_name())
     if given.exists() and (not given.is_dir() or any(given.iterdir())):
@@ -231,6 +239,11 @@ def new_log_dir(given: Path | None) -> Path:
 def deliver(outcome: Outcome, log_dir: Path, how: _Delivery | str) -> int:
     """Analyse the run's logs with `analyze`'s engine; print the verdict and write it to the log folder
     and to the --output files."""
+    from triage.api import analyze
+    from triage.ingest.discover import REPORT_JSON, REPORT_TEXT  # `analyze` skips these in a folder
+    from triage.report import outputs as report_outputs
+    from triage.report import render
+
     if isinstance(how, str):
         how = _Delivery(how, [], exitcodes.FAIL_ON_DEFAULT, False)
     fmt = how.fmt
@@ -256,6 +269,9 @@ def deliver(outcome: Outcome, log_dir: Path, how: _Delivery | str) -> int:
 
 
 def _print_run(out: TextIO, outcome: Outcome, report: Report, unexplained: bool, color: bool | None) -> None:
+    from triage.report import render
+    from triage.repro import present
+
     con = present.console(out, color=color)
     present.phases(con, outcome.phases)
     present.bandwidth(con, outcome.run.result)
@@ -268,6 +284,9 @@ def _print_run(out: TextIO, outcome: Outcome, report: Report, unexplained: bool,
 
 
 def say_logs(log_dir: Path, fmt: str, *, at_start: bool, quiet: bool = False) -> None:
+    from triage.ingest.discover import REPORT_TEXT
+    from triage.repro import present
+
     # Machine formats (and --quiet): stdout holds the report only.
     stream = sys.stdout if fmt == "terminal" and not quiet else sys.stderr
     if at_start:
@@ -283,6 +302,10 @@ def say_logs(log_dir: Path, fmt: str, *, at_start: bool, quiet: bool = False) ->
 
 def _launched(s: _Settings, env: launch.RankEnv) -> int:
     """This process supervises rank `env.rank`; rank 0's also reports for every rank (launched.py)."""
+    from triage.repro import launched, present
+    from triage.repro.store import StoreError
+    from triage.repro.supervise import fork_waiting_rank
+
     speaks = env.local_rank == 0  # one line per host for what every process on it would say alike
     try:
         if s.world_size is not None and s.world_size != env.world_size:
