@@ -205,9 +205,13 @@ def _scan_all(matcher: Matcher, names: list[str],
         global _matcher
         _matcher = matcher
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            results = pool.map(_scan_path, paths, chunksize=max(1, len(paths) // (workers * 8)))
-            by_path = dict(zip(paths, results, strict=True))
+        # This process reads a share too, rather than wait: what it finds needs no pickling.
+        own = _own_share(paths, workers)
+        others = [p for p in paths if p not in own]
+        with ProcessPoolExecutor(max_workers=workers - 1, mp_context=context) as pool:
+            results = pool.map(_scan_path, others, chunksize=max(1, len(others) // (workers * 8)))
+            by_path = {path: _scan_streams(matcher, open_file(path)) for path in own}
+            by_path.update(zip(others, results, strict=True))
         for item in files:
             yield by_path[item] if isinstance(item, Path) else [_unreadable(item)]
         return
@@ -224,13 +228,29 @@ def _workers(paths: list[Path], jobs: int | None) -> int:
         return 1  # spawned workers would re-import and re-load every rule: not worth it
     total = 0
     for path in paths:
-        try:
-            total += path.stat().st_size
-        except OSError:
-            continue
+        total += _size(path)
         if total >= PARALLEL_MIN_BYTES:
             return min(limit, len(paths))
     return 1
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reported when it is opened
+
+
+def _own_share(paths: list[Path], workers: int) -> set[Path]:
+    """The files this process reads itself: the last ones, about 1/workers of the bytes."""
+    sizes = [_size(path) for path in paths]
+    share, own = sum(sizes) / workers, set[Path]()
+    for path, size in zip(reversed(paths), reversed(sizes), strict=True):
+        if share <= 0 or len(own) >= len(paths) - 1:
+            break
+        own.add(path)
+        share -= size
+    return own
 
 
 def usable_cpus() -> int:

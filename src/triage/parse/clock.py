@@ -26,6 +26,8 @@ _GLOG = regex.compile(
 
 def parse_time(text: str) -> tuple[float, bool] | None:
     """(seconds since the epoch, whether the line gave the year), or None when it gave no time."""
+    if ":" not in text:
+        return None  # every clock here has one (and most lines a rule reads have no clock)
     m = _FULL.search(text)
     has_year = True
     if m is None:

@@ -519,12 +519,12 @@ def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, e
 
 def _writer(identity: Identity, text: str) -> Identity:
     """Who wrote the line, from what its own envelope says (NCCL host:pid:tid, CANN pid)."""
-    if (m := NCCL_WRITER.match(text)) and " NCCL " in text:
+    if " NCCL " in text and (m := NCCL_WRITER.match(text)):
         identity.host = identity.host or m["host"]
         identity.pid = identity.pid or int(m["pid"])
         identity.learnt_from.setdefault("host", "NCCL line prefix")
         identity.learnt_from.setdefault("pid", "NCCL line prefix")
-    elif m := _HCCL_WRITER.match(text):
+    elif text[:1] == "[" and (m := _HCCL_WRITER.match(text)):
         identity.pid = identity.pid or int(m["pid"])
         identity.learnt_from.setdefault("pid", "CANN log line")
     return identity
@@ -557,7 +557,7 @@ _HUGE_NUMBER = regex.compile(r"-?\d{31,}")
 
 def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw: str,
            line_no: int, text: str, fields: dict[str, str]) -> Event:
-    fields = {k: v for k, v in fields.items() if not _HUGE_NUMBER.fullmatch(v)}
+    fields = {k: v for k, v in fields.items() if len(v) < 31 or not _HUGE_NUMBER.fullmatch(v)}
     identity = _writer(line_identity, text)
     when = parse_time(fields["time"]) if "time" in fields else None
     when = when or parse_time(text)
