@@ -214,11 +214,13 @@ def _scan_all(matcher: Matcher, names: list[str],
         # This process reads a share too, rather than wait: what it finds needs no pickling.
         own = _own_share(paths, workers)
         others = [p for p in paths if p not in own]
-        with ProcessPoolExecutor(max_workers=workers - 1, mp_context=context) as pool:
-            results = pool.map(_scan_path, others, chunksize=max(1, len(others) // (workers * 8)))
-            by_path = {path: _scan_streams(matcher, open_file(path)) for path in own}
-            by_path.update(zip(others, results, strict=True))
-        gc.unfreeze()
+        try:
+            with ProcessPoolExecutor(max_workers=workers - 1, mp_context=context) as pool:
+                results = pool.map(_scan_path, others, chunksize=max(1, len(others) // (workers * 8)))
+                by_path = {path: _scan_streams(matcher, open_file(path)) for path in own}
+                by_path.update(zip(others, results, strict=True))
+        finally:
+            gc.unfreeze()
         for item in files:
             yield by_path[item] if isinstance(item, Path) else [_unreadable(item)]
         return
