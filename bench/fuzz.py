@@ -842,9 +842,13 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(case.root, ignore_errors=True)
 
         i = 0
+        # Ctrl-C or SIGTERM: start no more cases, let those running end, print the figures so far.
+        stop = threading.Event()
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         with ThreadPoolExecutor(ns.jobs) as pool:
             pending: set[object] = set()
-            while time.monotonic() < deadline and (not ns.count or i < ns.count):
+            while not stop.is_set() and time.monotonic() < deadline and (not ns.count or i < ns.count):
                 while len(pending) >= ns.jobs * 2:
                     done = {f for f in pending if f.done()}  # type: ignore[attr-defined]
                     pending -= done
@@ -857,7 +861,7 @@ def main(argv: list[str] | None = None) -> int:
 
     total = Tally()
     header = f"{'class':<18}{'tried':>6}{'ok':>6}{'clean':>7}{'FAIL':>6}{'slowest s':>11}{'peak RSS MB':>13}"
-    print(f"\nseed {ns.seed}, {time.monotonic() - started:.0f} s, {ns.jobs} workers, "
+    print(f"\n{'stopped early: ' if stop.is_set() else ''}seed {ns.seed}, {time.monotonic() - started:.0f} s, {ns.jobs} workers, "
           f"limits {ns.timeout:g} s / {MEMORY_LIMIT >> 20} MB address space")
     print(header)
     print("-" * len(header))

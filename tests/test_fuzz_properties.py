@@ -147,7 +147,7 @@ def test_every_formatter_renders_analyze_reports(lines: list[str], name: str) ->
 FUZZ_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-@pytest.mark.parametrize("name", ["fuzz-int-digits-line", "fuzz-int-digits-member"])
+@pytest.mark.parametrize("name", ["fuzz-int-digits-line", "fuzz-int-digits-member", "fuzz-huge-fingerprint-rank"])
 def test_fuzz_regression_fixtures(name: str) -> None:
     report = analyze([FUZZ_FIXTURES / name / "input"])
     assert all(s.skipped is None for s in report.sources), report.sources

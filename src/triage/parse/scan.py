@@ -382,13 +382,17 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
                     break
             if match is None:
                 continue
-        consumed.update(joined)
         fields = {k: v for k, v in match.groupdict().items() if v is not None}
+        if _absurd(fields):
+            continue
+        consumed.update(joined)
         cited = (line_no, raw)
         if rule.block:
             following = _following_at(buffer, end, rule.block.lines)
             fields.update(_block_fields(rule, following, consumed))
             cited = _cited_line(rule, following, line_no) or cited
+            if _absurd(fields):
+                continue
         event = _event(rule, source, base, peeled.identity, raw, line_no, text, fields)
         if cited[0] != line_no:  # the line that shows the failure, not the record's first
             event.evidence = Evidence(source, cited[0], cited[1].strip()[:300], rule_id=rule.id)
@@ -555,9 +559,14 @@ def _unexplained(mark: Mark, source: str, base: Identity, line_identity: Identit
 _HUGE_NUMBER = regex.compile(r"-?\d{31,}")
 
 
+def _absurd(fields: dict[str, str]) -> bool:
+    """A field no line of the rule's format can hold (a number of 31 digits or more): the rule
+    does not explain the line (what reads its fields may count on each one being there)."""
+    return any(len(v) >= 31 and _HUGE_NUMBER.fullmatch(v) for v in fields.values())
+
+
 def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw: str,
            line_no: int, text: str, fields: dict[str, str]) -> Event:
-    fields = {k: v for k, v in fields.items() if len(v) < 31 or not _HUGE_NUMBER.fullmatch(v)}
     identity = _writer(line_identity, text)
     when = parse_time(fields["time"]) if "time" in fields else None
     when = when or parse_time(text)
