@@ -27,8 +27,11 @@ _MPI = regex.compile(r"^\[\d+,(?P<rank>\d{1,9})\]<(?:stdout|stderr)>:")
 _RAY = regex.compile(r"^\((?P<actor>\w+) pid=(?P<pid>\d{1,9})(?:, ip=(?P<ip>[\d.]+))?\) ")
 # torchrun --tee/--redirects console prefix `[{role}{local_rank}]:`; role `rank` is ambiguous with
 # c10's global `[rankN]:`, so it is handled with that one below.
-_TORCHRUN_ROLE = regex.compile(r"^\[(?P<role>(?!rank\d)[A-Za-z_][\w-]*?)(?P<local>\d{1,9})\]:")
-_RANK = regex.compile(r"^\[rank(?P<rank>\d{1,9})\]:")
+_TORCHRUN_ROLE = regex.compile(r"^\[(?P<role>(?!rank\d)[A-Za-z_][\w-]*?)(?P<local>\d+)\]:")
+_RANK = regex.compile(r"^\[rank(?P<rank>\d+)\]:")
+# A rank of more digits than this is no rank (and Python's int() refuses 4,300): the prefix is
+# peeled, so the line's own envelope shows, but nothing is learnt from it.
+_MAX_DIGITS = 9
 
 
 @dataclass
@@ -76,11 +79,13 @@ def peel(line: str) -> Peeled:
                 learnt["host"] = "ray actor prefix"
             text = text[m.end():]
         elif m := _TORCHRUN_ROLE.match(text):
-            identity.local_rank = int(m["local"])
-            learnt["local_rank"] = "torchrun tee prefix"
+            if len(m["local"]) <= _MAX_DIGITS:
+                identity.local_rank = int(m["local"])
+                learnt["local_rank"] = "torchrun tee prefix"
             text = text[m.end():]
         elif m := _RANK.match(text):
-            rank_prefixes.append(int(m["rank"]))
+            if len(m["rank"]) <= _MAX_DIGITS:
+                rank_prefixes.append(int(m["rank"]))
             text = text[m.end():]
         elif slurm_task is None and rank_prefixes == [] and (m := _SLURM_LABEL.match(text)):
             slurm_task = int(m["task"])
