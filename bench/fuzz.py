@@ -687,7 +687,8 @@ def _peak_rss_kb(pid: int) -> int:
 
 
 def run_case(case: Case, time_limit: float = TIME_LIMIT) -> Outcome:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1", "COLUMNS": "100"}
+    path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1", "COLUMNS": "100"}
     env.pop("TRIAGE_DEBUG", None)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
