@@ -547,6 +547,7 @@ RAW_RULES = {
     "deep-nesting": "id: " + "[" * 5000 + "]" * 5000 + "\n",
     "huge-int": "id: x\nseverity: " + "9" * 5000 + "\n",
     "empty": "",
+    "lone-surrogate": 'id: fuzz-x\ntitle: "a \\ud800 b"\n',
 }
 
 

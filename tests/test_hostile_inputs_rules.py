@@ -14,7 +14,7 @@ from triage.job import DENSE_RANKS, build_job
 from triage.model import Event, Identity, SourceInfo
 from triage.parse import scan
 from triage.parse.scan import MAX_LINE, Matcher, RegexBudget, ScanStats, scan_text
-from triage.rules import load_rules
+from triage.rules import RuleError, load_rules
 
 MATCHER = Matcher(load_rules())
 
@@ -131,3 +131,15 @@ def test_a_catastrophic_user_regex_is_stopped_by_the_budget_and_the_rest_is_read
     assert "slow-aaaa" in note and "not tried on the rest of this source" in note
     assert int(note.split("exceeded at line ")[1].split(":")[0]) < 20000  # long before the end
     assert [e.evidence.line for e in report.events if e.rank == 0 and "boom" in e.message] == [20002]
+
+
+def test_a_user_rule_with_a_lone_surrogate_escape_is_refused(tmp_path: Path) -> None:
+    # "\ud800" in a double-quoted YAML string is a character no report can be written in.
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "odd-text.yaml").write_text(
+        "id: odd-text\ntitle: \"odd \\ud800 text\"\nfamily: python\nkind: error\nphase: execution\n"
+        "severity: error\nprefilter: [boom]\nregex: 'boom'\nmessage: boom\n"
+        "explain: {meaning: x, next_steps: x}\nexamples: {match: [boom], nomatch: ['bo om boom?']}\n")
+    with pytest.raises(RuleError, match="lone surrogate"):
+        load_rules([rules])

@@ -7,6 +7,7 @@ Every failure becomes one line on stderr and exit code 2: no traceback reaches a
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import gc
 import os
@@ -383,6 +384,11 @@ def main() -> None:
     # form no cycles: the collector's default pace (every 700 allocations, full passes as the heap
     # grows) spent ~15% of a 1,024-rank job's time finding nothing. Collect rarely instead.
     gc.set_threshold(100_000, 50, 100)
+    # Text that cannot be encoded (a lone surrogate some document smuggled in) is escaped when
+    # written, never a traceback: the inputs are checked for it, this is the last guard.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     _register_repro()
     try:
         code = app(prog_name="triage", standalone_mode=False)

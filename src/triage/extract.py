@@ -35,6 +35,7 @@ from typing import IO, Any
 from triage import __version__
 from triage.model import Category, Event, Evidence, Identity, Kind, Phase, SourceInfo
 from triage.rules import Rule
+from triage.textcheck import lone_surrogate
 
 FORMAT = 1  # bumped when a reader must understand something new; readers ignore unknown keys
 END = "triage_extract_end"
@@ -386,13 +387,21 @@ def _identity(doc: Any, what: str) -> Identity:
 
 def _loads(raw: bytes) -> Any:
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        doc = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
         raise Malformed("is nested too deeply") from None
     except UnicodeDecodeError:
         raise Malformed("is not UTF-8") from None
     except ValueError as exc:  # JSONDecodeError, an integer of thousands of digits, NaN
         raise Malformed(f"is not JSON: {str(exc)[:120]}") from None
+    # Only an escape can make one, and a surrogate escape is rare (a pair is a character beyond
+    # U+FFFF): the document is walked only when the line holds one.
+    if _SURROGATE_ESCAPE.search(raw) and lone_surrogate(doc):
+        raise Malformed("holds a lone surrogate (a \\ud800-\\udfff escape): not Unicode text")
+    return doc
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _no_constant(name: str) -> Any:

@@ -31,6 +31,7 @@ import yaml
 from triage import __version__, cache
 from triage.fields import FIELDS
 from triage.model import Category, Kind, Phase
+from triage.textcheck import lone_surrogate
 
 FAMILIES = ("pytorch", "torchrun", "nccl", "gloo", "store", "python", "slurm", "hccl", "ras", "repro", "job")
 SEVERITIES = ("info", "warning", "error", "fatal")
@@ -212,7 +213,11 @@ def read_rule_document(path: Path, *, strict: bool = True) -> Any:
         raise RuleError(f"{path}: a rule file must be under {MAX_RULE_BYTES >> 10} KiB")
     try:
         text = raw.decode("utf-8")
-        return yaml.load(text, Loader=_StrictLoader if strict else _SAFE_LOADER)  # noqa: S506
+        data = yaml.load(text, Loader=_StrictLoader if strict else _SAFE_LOADER)  # noqa: S506
+        if strict and lone_surrogate(data):
+            raise RuleError(f"{path}: cannot read rule: a \\ud800-\\udfff escape makes a lone surrogate, "
+                            "not Unicode text")
+        return data
     except UnicodeDecodeError as exc:
         raise RuleError(f"{path}: cannot read rule: not UTF-8 ({exc.reason})") from None
     except yaml.YAMLError as exc:  # its text spans lines (a caret under the spot): one line here

@@ -63,7 +63,7 @@ def write_report(report: Report, outputs: Sequence[Output], *, stdout: TextIO | 
             formatter(output.fmt).write(view, stdout or sys.stdout)
             continue
         output.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(output.path, "w", encoding="utf-8") as out:
+        with open(output.path, "w", encoding="utf-8", errors="backslashreplace") as out:
             formatter(output.fmt).write(view, out, color=False)
     if any(o.fmt == "github" for o in outputs):
         github.append_step_summary(view)
@@ -77,7 +77,7 @@ def write_error(message: str, version: str, outputs: Sequence[Output]) -> None:
             continue
         try:
             output.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(output.path, "w", encoding="utf-8") as out:
+            with open(output.path, "w", encoding="utf-8", errors="backslashreplace") as out:
                 formatter(output.fmt).write_error(message, version, out)
         except OSError:
             continue
