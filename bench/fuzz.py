@@ -111,6 +111,8 @@ def _flip(rng: random.Random, data: bytes) -> bytes:
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
     buf = bytearray(data)
     for _ in range(rng.randrange(1, 12)):
+        if not buf:  # all deleted by an earlier step
+            break
         at = rng.randrange(len(buf))
         op = rng.randrange(4)
         if op == 0:
