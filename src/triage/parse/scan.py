@@ -1,13 +1,14 @@
 """Turn one source's text into events: literal prefilter → rules → events.
 
-The hot path. Text is scanned a chunk at a time for a few needles chosen from the rules'
-prefilter literals (see `choose_needles`), so the great majority of lines (NCCL INFO noise,
-training progress) is never split into a line or touched by a rule regex. Only lines holding a
-literal are peeled of their launcher prefixes and tried against the rules that name that literal.
+The hot path. Text is scanned a chunk at a time by one pass that finds the lines holding any of
+the rules' prefilter literals (`triage.parse.needles`: hyperscan, or a Python fallback), so the
+great majority of lines (NCCL INFO noise, training progress) is never split into a line or touched
+by a rule regex. Only those lines are peeled of their launcher prefixes and tried against the
+rules that name a literal they hold.
 
 The world is open: a candidate line that its own format marks as an error (see `triage.parse.marks`)
 and that no rule explains becomes an UNEXPLAINED event. The markers' literals and shapes join the
-needles, so finding those lines costs the same single pass.
+literals, so finding those lines costs the same single pass.
 """
 
 from __future__ import annotations
