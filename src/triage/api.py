@@ -34,6 +34,7 @@ from triage.unexplained import summarize
 
 # Below this much input, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
+_FIRST_FILES = 4  # read before forking the readers (see _scan_all)
 # Past this many readers the one process that builds the job waits on them anyway: on 16 CPUs, 8
 # read a 1,024-rank job as fast as 16 for 10% less CPU time (bench/scaling.py).
 MAX_JOBS = 8
@@ -207,17 +208,23 @@ def _scan_all(matcher: Matcher, names: list[str],
     if workers > 1:
         global _matcher
         _matcher = matcher
+        # The first files are read before the workers are forked: the rules they meet (most jobs
+        # log the same kinds of lines in every rank's files) are compiled once, here, not once in
+        # each worker.
+        first = paths[:_FIRST_FILES]
+        by_path = {path: _scan_streams(matcher, open_file(path)) for path in first}
+        rest = paths[len(first):]
         # The objects made so far, out of the collector's sight while the workers live: its passes
         # in a worker would touch, and so copy, every page it shares with this process.
         gc.freeze()
         context = multiprocessing.get_context("fork")
         # This process reads a share too, rather than wait: what it finds needs no pickling.
-        own = _own_share(paths, workers)
-        others = [p for p in paths if p not in own]
+        own = _own_share(rest, workers)
+        others = [p for p in rest if p not in own]
         try:
             with ProcessPoolExecutor(max_workers=workers - 1, mp_context=context) as pool:
                 results = pool.map(_scan_path, others, chunksize=max(1, len(others) // (workers * 8)))
-                by_path = {path: _scan_streams(matcher, open_file(path)) for path in own}
+                by_path.update((path, _scan_streams(matcher, open_file(path))) for path in own)
                 by_path.update(zip(others, results, strict=True))
         finally:
             gc.unfreeze()
