@@ -39,12 +39,10 @@ sys.path.insert(0, str(HERE))
 
 import jobgen  # noqa: E402
 
-from triage.parse.marks import MARKER_LITERALS  # noqa: E402
+from triage.parse.marks import MARKER_LITERALS, MARKER_SHAPES  # noqa: E402
 from triage.rules import load_rules  # noqa: E402
 
 _ERE_SPECIAL = set(".[]()*+?{}|^$\\")
-# The error shapes of triage.parse.marks.MARKER_SHAPES, in POSIX ERE.
-ERE_SHAPES = ["E[0-9]{3}[0-9 ]", r"\[E ", "F[0-9]{3}[0-9 ]", r"\[F ", "E[A-Z][0-9]{4}"]
 
 
 @dataclass
@@ -105,7 +103,7 @@ def main() -> int:
     literals = sorted({lit for r in load_rules() for lit in r.prefilter} | set(MARKER_LITERALS))
     literal_file, pattern_file = out / "literals.txt", out / "patterns.txt"
     literal_file.write_text("\n".join(literals) + "\n")
-    pattern_file.write_text("\n".join([ere_escape(lit) for lit in literals] + ERE_SHAPES) + "\n")
+    pattern_file.write_text("\n".join([ere_escape(lit) for lit in literals] + list(MARKER_SHAPES)) + "\n")
 
     subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
     triage = [sys.executable, "-m", "triage"]
@@ -141,7 +139,7 @@ def main() -> int:
 
     base, fixed = results["grep -E"], results["grep -F"]
     print(f"\n{len(files)} files, {size_mb:.0f} MB, {lines:,} lines, {args.hosts * args.gpus} ranks, "
-          f"{len(literals)} literals + {len(ERE_SHAPES)} shapes; {os.cpu_count()} CPUs; median of {args.runs}\n")
+          f"{len(literals)} literals + {len(MARKER_SHAPES)} shapes; {os.cpu_count()} CPUs; median of {args.runs}\n")
     print(f"{'':32s} {'wall s':>7s} {'CPU s':>6s} {'MB/s':>5s} {'CPU/grep-E':>11s} {'CPU/grep-F':>11s} "
           f"{'wall/grep-F':>12s} {'peak MB':>8s}")
     for name, t in results.items():

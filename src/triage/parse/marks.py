@@ -49,7 +49,8 @@ MARKER_LITERALS: tuple[str, ...] = (
 # `E0709 17:05:38.16 …` (and the same with F), CANN error codes `EI0002`. These are prefilters, looser
 # than what `classify` accepts (it decides), and kept cheap for the first pass: ASCII classes, no
 # bounded repeats (each costs hyperscan a slower engine). Each begins with a literal character
-# (escaped if need be), as the Python engine's trie needs.
+# (escaped if need be), as the Python engine's trie needs. They are POSIX EREs too: bench/bench.py
+# hands them to `grep -E` as they are.
 MARKER_SHAPES: tuple[str, ...] = (
     r"E[0-9]{3}[0-9 ]",
     r"\[E ",  # begins at `[`: `E ` alone is everywhere (`COMPLETE `)
