@@ -91,8 +91,7 @@ FIELDS: dict[str, Field] = {
     "phase": Field("phase", "phase the line names; a rule of phase `any` takes its event phase from it"),
     "time": Field("timestamp", "wall-clock time written inside the message (ChildFailedError `time :`); wins over the line's clock"),
     # The other end of a failed link or wait.
-    "peer_rank": Field("int", "rank at the other end of the failed link or wait"),
-    "peer_pg_rank": Field("int", "group-local rank at the other end, when the line speaks in a sub-group; set by triage itself"),
+    "peer_rank": Field("int", "rank at the other end of the failed link or wait, as the line numbers it (HCCL: in the operation's communicator); triage.peers resolves it to a global rank"),
     "peer_ip": Field("ip", "address at the other end of the failed connection"),
     "peer_port": Field("int", "port at the other end of the failed connection"),
     "peer_host": Field("host", "host name at the other end of the failed connection"),

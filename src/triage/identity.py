@@ -202,8 +202,7 @@ def from_group_prefixes(state: _State) -> None:
             # speaks in a sub-group (group rank 1), so the ranks it names are not global ones.
             event.fields["pg_key"] = "pg:?"
             event.fields["pg_rank"] = stated
-            if "peer_rank" in event.fields:
-                event.fields["peer_pg_rank"] = event.fields.pop("peer_rank")
+            event.names_group_ranks = True
             continue
         if ref is None:
             continue
@@ -413,8 +412,7 @@ def settle_stated_ranks(state: _State) -> None:
             continue
         event.fields["pg_rank"] = str(event.identity.rank)
         event.fields.setdefault("pg_key", "pg:?")
-        if "peer_rank" in event.fields:
-            event.fields["peer_pg_rank"] = event.fields.pop("peer_rank")
+        event.names_group_ranks = True
         event.identity.rank = group.rank
         event.identity.learnt_from["rank"] = group.learnt_from.get("rank", "its file's writer")
 

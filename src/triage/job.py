@@ -2,7 +2,8 @@
 
 Who wrote what is settled by the identity stage (`triage.identity`); here the events are put in
 time order per rank, each rank's last milestone is placed, and the process groups with their
-per-member progress are built (`triage.groups`). World size comes from `--world-size`, NCCL
+per-member progress are built (`triage.groups`), and who each line is about besides its writer
+is resolved into global ranks (`triage.peers`). World size comes from `--world-size`, NCCL
 `nranks`, the store's client count, HCCL/RAS summaries, or at least the highest rank seen.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from triage.groups import build_groups
 from triage.identity import about_another, resolve
 from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
+from triage.peers import resolve_peers
 from triage.ranks import parse_ranks
 
 # A world size is a number a log or a user states, never an allocation size: up to this many ranks
@@ -90,7 +92,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 state(rank)
     for st in ranks.values():
         place_milestone(st)
-    return Job(
+    job = Job(
         ranks=dict(sorted(ranks.items())),
         world_size=size,
         world_size_from=size_from,
@@ -99,6 +101,8 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         groups=build_groups(ordered, size),
         unlisted=_gaps(ranks, size),
     )
+    resolve_peers(job)  # who each line is about besides its writer: needs the ranks, hosts and groups
+    return job
 
 
 def _gaps(ranks: dict[int, RankState], size: int | None) -> list[tuple[int, int]]:

@@ -115,6 +115,18 @@ class Event:
     time_has_year: bool = True  # c10/glog clocks print no year; the job stage supplies it
     family: str = ""
     category: Category | None = None  # from the rule, for events that are a failure of their own
+    # Identical events of one source (a crash loop prints one line a million times) are folded
+    # into the first, where they are produced: how many there were, and the last one's line (same
+    # text, same time). `evidence` stays the first.
+    count: int = 1
+    last_line: int | None = None  # set when count > 1
+    # Set by the identity stage: the ranks the message names are ranks of a sub-group, not global.
+    names_group_ranks: bool = False
+    # Who the line is about besides its writer, in global ranks: set once by the peer pass
+    # (triage.peers) after the job is built. The captured fields are left as the line said them.
+    peer: int | None = None  # the rank at the other end of its wait, its lost link or a failed probe
+    peer_host: str | None = None  # the host at the other end of a failed connection
+    about: tuple[int, ...] = ()  # the ranks a tool's line names as the cause, or a RAS line describes
 
     @property
     def rank(self) -> int | None:
@@ -244,6 +256,16 @@ class Unexplained:
     first_time: float | None = None  # its wall-clock time (seconds since the epoch), if it had one
 
 
+@dataclass(frozen=True)
+class RuleDoc:
+    """What a rule's file says about the lines it matches (its title and `explain`)."""
+
+    title: str
+    meaning: str = ""
+    next_steps: str = ""
+    references: tuple[str, ...] = ()
+
+
 @dataclass
 class Report:
     verdict: Verdict
@@ -255,3 +277,6 @@ class Report:
     version: str = ""
     groups: dict[str, ProcessGroup] = field(default_factory=dict)  # process groups seen
     unexplained: list[Unexplained] = field(default_factory=list)  # errors no rule knows, by signature
+    # The docs of the rules that matched lines of this job, by id: built-in and user rules alike, as
+    # the analysis loaded them (formats that document their rules, such as sarif, read them here).
+    rules: dict[str, RuleDoc] = field(default_factory=dict)

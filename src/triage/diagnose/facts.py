@@ -1,4 +1,4 @@
-"""What each rank's events say, reduced to the facts the hypotheses reason over.
+"""What each rank's events say, reduced to the facts the principles reason over.
 
 The main subtlety is telling a rank's own failure from a consequence of someone else's: an
 exception line that carries a timeout (`DistBackendError: … Watchdog caught …`) is the timeout,
@@ -43,8 +43,8 @@ class RankFacts:
         after rank 1 died") after another process failed."""
         if self.exits and all(is_victim_exit(e) for e in self.exits):
             return True
-        return any(e.kind is Kind.CONSEQUENCE and (e.fields.get("signal") or e.fields.get("peer_rank", "") not in (
-            "", str(self.state.rank))) for e in self.state.events)
+        return any(e.kind is Kind.CONSEQUENCE and (e.fields.get("signal") or e.peer not in (None, self.state.rank))
+                   for e in self.state.events)
 
     @property
     def first_failure_time(self) -> float | None:
@@ -119,7 +119,7 @@ def rank_facts(job: Job) -> dict[int, RankFacts]:
 
 def _names_itself(event: Event, rank: int) -> bool:
     """A "peer" error whose peer is the writer (`[Proxy Service 12] … from rank 12`) is its own."""
-    return event.fields.get("peer_rank") == str(rank)
+    return event.peer == rank
 
 
 def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> list[Event]:

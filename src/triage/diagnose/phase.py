@@ -28,7 +28,7 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
         # The deciding line itself says which phase (triage repro's verdicts); or its family names
         # phases by what failed: HCCL builds a link the first time an operator runs in a
         # communicator, however far the job got, so a link that fails at step 1000 fails in
-        # operator load (formats.md §5.4, `[InitChannelStage]`).
+        # operator load (docs/formats.md §5.4, `[InitChannelStage]`).
         return stated[0]
     if not events:
         # No deciding line (an inconclusive verdict): the phase the waiting ranks' HCCL lines name.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from triage.diagnose import ras
+from triage.diagnose.context import Context
 from triage.diagnose.facts import rank_facts
-from triage.diagnose.hypotheses import HYPOTHESES, Context
+from triage.diagnose.principles import PRINCIPLES
 from triage.job import Job, separate_runs
 from triage.model import Category, Culprit, Hypothesis, Kind, Phase, Status, Verdict
 from triage.ranks import fmt_ranks
@@ -14,6 +14,20 @@ from triage.ranks import fmt_ranks
 # Below this, a winner is reported as inconclusive: a wrong culprit stated with confidence is
 # the worst output this tool can produce.
 CONFIDENT = 0.5
+# No rank logged an error, a timeout or a failed exit, and no principle sees a failure: certain.
+CERTAIN = 1.0
+# Below this, a diagnosed verdict still says what evidence would settle it.
+SURE = 0.75
+# Each other candidate naming the same culprits adds this to the winner's score.
+AGREEMENT_BONUS = 0.05
+# A rival naming other culprits within this of the winner's score costs it RIVAL_PENALTY: two
+# principles point at different culprits with the same strength.
+RIVAL_MARGIN = 0.05
+RIVAL_PENALTY = 0.3
+# No verdict is certain: the winner's score is kept at most this.
+MAX_CONFIDENCE = 0.99
+# How many agreeing principles the winner's reasoning names.
+AGREEMENTS_SAID = 2
 # A line no rule knows but that its format marks as an error counts: the world is open.
 _FAILURE_KINDS = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED, Kind.UNEXPLAINED)
 
@@ -103,23 +117,27 @@ def _diagnose(job: Job) -> Verdict:
     ctx = Context(job=job, facts=facts)
     failing = [e for e in job.events if e.kind in _FAILURE_KINDS]
     bad_exits = [e for f in facts.values() for e in f.self_failures if e.kind is Kind.EXIT]
-    ras_finding = ras.ras_status(ctx)
-    if not failing and not bad_exits and ras_finding is None:
+    # Principles that see a failure no log shows run first: with none, nothing failed.
+    found = {p.name: p.run(ctx) for p in PRINCIPLES if p.fails_without_logged_failure}
+    if not failing and not bad_exits and all(h is None for h in found.values()):
         if any(e.kind is Kind.CONSEQUENCE for e in job.events):
             return _inconclusive(ctx, [], ["the job was ended (cancelled, aborted) but no rank "
                                           "logged an error or a timeout"])
         return Verdict(status=Status.NO_FAILURE, phase=Phase.UNKNOWN, category=Category.UNKNOWN,
-                       confidence=1.0, culprits=[], advice=[],
+                       confidence=CERTAIN, culprits=[], advice=[],
                        reasoning="No rank logged an error, a timeout or a failed exit.")
-    candidates = [h for make in HYPOTHESES if (h := make(ctx)) is not None]
-    candidates += [ras_finding] if ras_finding is not None else []
-    candidates.sort(key=lambda h: h.score, reverse=True)
+    for p in PRINCIPLES:
+        if p.name not in found:
+            found[p.name] = p.run(ctx)
+    candidates = [h for p in PRINCIPLES if (h := found[p.name]) is not None]
+    candidates.sort(key=lambda h: h.score, reverse=True)  # stable: ties keep the registry's order
     if not candidates:
         return _inconclusive(ctx, [], _missing(ctx))
     winner = _corroborate(candidates)
     lost = [h for h in candidates if h is not winner]
-    if (disagree := ras.disagreement(ctx, winner)) is not None:
-        winner.reasoning += " " + disagree
+    for p in PRINCIPLES:
+        if p.remark is not None and (said := p.remark(ctx, winner, found[p.name])) is not None:
+            winner.reasoning += " " + said
     if winner.score < CONFIDENT:
         return _inconclusive(ctx, candidates, _missing(ctx))
     culprits = _with_host(ctx, winner.culprits)
@@ -133,7 +151,7 @@ def _diagnose(job: Job) -> Verdict:
         culprits=culprits,
         reasoning=winner.reasoning,
         advice=advice,
-        missing=_missing(ctx) if winner.score < 0.75 else [],
+        missing=_missing(ctx) if winner.score < SURE else [],
         hypothesis=winner.name,
         lost=lost,
     )
@@ -149,13 +167,13 @@ def _corroborate(candidates: list[Hypothesis]) -> Hypothesis:
     names = _names(winner)
     agree = [h for h in candidates[1:] if _names(h) == names]
     rivals = [h for h in candidates[1:] if not (_names(h) & names)]
-    score = winner.score + 0.05 * len(agree)
-    if rivals and rivals[0].score > winner.score - 0.05 + 1e-9:
-        score -= 0.3  # two principles point at different culprits with the same strength
-    winner.score = max(0.0, min(0.99, score))
+    score = winner.score + AGREEMENT_BONUS * len(agree)
+    if rivals and rivals[0].score > winner.score - RIVAL_MARGIN + 1e-9:  # (1e-9: float rounding)
+        score -= RIVAL_PENALTY
+    winner.score = max(0.0, min(MAX_CONFIDENCE, score))
     if agree:
         winner.reasoning += " " + " ".join(
-            f"It agrees with the {h.name} evidence." for h in agree[:2])
+            f"It agrees with the {h.name} evidence." for h in agree[:AGREEMENTS_SAID])
     return winner
 
 

@@ -1,4 +1,4 @@
-"""NCCL RAS snapshots read as an engineer reads them (peers.md A4, formats.md §4).
+"""NCCL RAS snapshots read as an engineer reads them (docs/prior-art.md §A4, docs/formats.md §4).
 
 Each dump (`triage ras collect`, `ncclras`) is a snapshot of the running job. What one snapshot
 says is weighed by what the others say:
@@ -11,9 +11,8 @@ says is weighed by what the others say:
 - ranks still in INIT or FINALIZE while others run are a transition, an alarm only when they
   stay there across snapshots.
 
-RAS speaks in communicator ranks. They become global ranks through the process that RAS names
-(the pid the rank's own log shows), the communicator's members (NCCL's init lines give each
-rank's place in commId …), or, for the world communicator (as many ranks as the job), as they are.
+RAS speaks in communicator ranks; the peer pass (triage.peers) has turned the rank each line
+describes into a global rank (`Event.about`).
 """
 
 from __future__ import annotations
@@ -21,10 +20,28 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from triage.diagnose.hypotheses import Context, _evidence
+from triage.diagnose.context import Context, evidence_of
+from triage.diagnose.principles.principle import Principle
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Hypothesis, Kind, Phase
 from triage.ranks import fmt_ranks
+
+# The last snapshot shows a process RAS considers dead.
+DEAD_SCORE = 0.9
+# It got no data from a process in several snapshots in a row / in one.
+UNRESPONSIVE_AGAIN_SCORE = 0.85
+UNRESPONSIVE_SCORE = 0.7
+# A rank reports an error of its own.
+REPORTED_ERROR_SCORE = 0.85
+# A minority stayed behind the majority's operation count, nothing moving between snapshots / in
+# one snapshot, which cannot tell a stuck job from a busy one.
+STRAGGLERS_SCORE = 0.85
+STRAGGLERS_ONE_SNAPSHOT_SCORE = 0.45
+# Ranks still initialising in every snapshot while the others run.
+STUCK_IN_INIT_SCORE = 0.8
+# Leads that name no rank: an even split of operation counts, or a few ranks ahead of stuck others.
+NO_MAJORITY_SCORE = 0.3
+AHEAD_ONLY_SCORE = 0.3
 
 
 @dataclass
@@ -36,16 +53,6 @@ class Snapshot:
     def named(self, *states: str) -> list[Event]:
         return [e for e in self.events if e.kind is Kind.CULPRIT_NAMED and e.fields.get("exception") in states]
 
-    def sizes(self) -> dict[str, int]:
-        """Communicator size by hash (JSON) and by table group (text)."""
-        found: dict[str, int] = {}
-        for e in self.events:
-            if e.rule_id == "ras-comm-group" and e.fields.get("nranks", "").isdigit():
-                for key in (e.fields.get("comm_id"), "group:" + e.fields.get("ras_group", "?")):
-                    if key:
-                        found[key] = int(e.fields["nranks"])
-        return found
-
 
 @dataclass
 class _Index:
@@ -53,7 +60,6 @@ class _Index:
 
     job: Job
     snapshots: list[Snapshot]
-    ranks_of_pid: dict[int, set[int]]
 
 
 _INDEX: list[_Index] = []  # the last job's: a verbose dump of a large job asks thousands of times
@@ -67,45 +73,14 @@ def _index(ctx: Context) -> _Index:
         if event.family == "ras" and "snapshot" in event.fields:
             snap = by_name.setdefault(event.fields["snapshot"], Snapshot(event.fields["snapshot"], event.time))
             snap.events.append(event)
-    pids: dict[int, set[int]] = defaultdict(set)
-    for rank, state in ctx.job.ranks.items():
-        for event in state.events:
-            if event.identity.pid is not None:
-                pids[event.identity.pid].add(rank)
     ordered = sorted(by_name.values(), key=lambda s: (s.time if s.time is not None else float("inf"), s.name))
-    _INDEX[:] = [_Index(ctx.job, ordered, dict(pids))]
+    _INDEX[:] = [_Index(ctx.job, ordered)]
     return _INDEX[0]
 
 
 def snapshots(ctx: Context) -> list[Snapshot]:
     """The RAS dumps of the job, oldest first (by the time each was taken, else by name)."""
     return _index(ctx).snapshots
-
-
-def global_rank(ctx: Context, snap: Snapshot, event: Event) -> int | None:
-    """The job's rank of the communicator rank a RAS line speaks of; None if nothing says."""
-    fields = event.fields
-    pid = fields.get("culprit_pid") or fields.get("pid", "")
-    if pid.isdigit():
-        owners = set(_index(ctx).ranks_of_pid.get(int(pid), ()))
-        ip = fields.get("culprit_ip") or fields.get("ip", "")
-        if ip and len(owners) > 1:
-            owners = {r for r in owners if ctx.job.ranks[r].host == ctx.job.ip_hosts.get(ip, ip)}
-        if len(owners) == 1:
-            return owners.pop()
-    comm, pg_rank = fields.get("comm_id", ""), fields.get("pg_rank", "")
-    if not pg_rank.isdigit():
-        return None
-    group = ctx.job.groups.get(f"comm:{comm}")
-    if group is not None:
-        found = [r for r, m in group.members.items() if m.group_rank == int(pg_rank)]
-        if len(found) == 1:
-            return found[0]
-    sizes = snap.sizes()
-    size = sizes.get(comm) or sizes.get("group:" + fields.get("ras_group", "?"))
-    if size is not None and size == ctx.job.world_size:
-        return int(pg_rank)  # the world communicator: its ranks are the job's
-    return None
 
 
 @dataclass
@@ -125,7 +100,7 @@ def ras_status(ctx: Context) -> Hypothesis | None:
         return None
     culprits = []
     for r in sorted(finding.ranks):
-        about = [e for e in finding.events if _about(ctx, e, r)] or finding.events
+        about = [e for e in finding.events if r in e.about] or finding.events
         f = about[0].fields
         pid, ip = f.get("culprit_pid") or f.get("pid"), f.get("culprit_ip") or f.get("ip")
         gpu = f.get("culprit_device") or f.get("device")
@@ -133,17 +108,11 @@ def ras_status(ctx: Context) -> Hypothesis | None:
         about += [e for e in finding.events if e not in about and pid and e.fields.get("culprit_pid") == pid]
         process = f"process {pid} on {ip}, GPU {gpu}: " if pid else ""
         culprits.append(Culprit(kind="rank", rank=r, host=ctx.host_of(r) or ip, reason=process + finding.what,
-                                evidence=_evidence(about)))
+                                evidence=evidence_of(about)))
     culprits += [Culprit(kind="host", host=ip, reason=f"process {pid} (GPU {gpu}): {finding.what}",
-                         evidence=_evidence(finding.events)) for pid, ip, gpu in sorted(finding.processes)]
+                         evidence=evidence_of(finding.events)) for pid, ip, gpu in sorted(finding.processes)]
     return Hypothesis(name="ras-status", score=finding.score, category=finding.category, phase=finding.phase,
                       culprits=culprits, reasoning=finding.what)
-
-
-def _about(ctx: Context, event: Event, rank: int) -> bool:
-    snaps = {s.name: s for s in snapshots(ctx)}
-    snap = snaps.get(event.fields.get("snapshot", ""))
-    return snap is not None and global_rank(ctx, snap, event) == rank
 
 
 def _read(ctx: Context) -> _Finding | None:
@@ -156,9 +125,8 @@ def _read(ctx: Context) -> _Finding | None:
 
 def _place(ctx: Context, snap: Snapshot, events: list[Event], finding: _Finding) -> _Finding:
     for event in events:
-        rank = global_rank(ctx, snap, event)
-        if rank is not None:
-            finding.ranks.add(rank)
+        if event.about:
+            finding.ranks.update(event.about)
         else:
             f = event.fields
             pid, ip = f.get("culprit_pid") or f.get("pid", ""), f.get("culprit_ip") or f.get("ip", "")
@@ -176,7 +144,7 @@ def _pid_of(ctx: Context, rank: int) -> str:
     for snap in snapshots(ctx):
         for event in snap.events:
             f = event.fields
-            if global_rank(ctx, snap, event) == rank and (pid := f.get("culprit_pid") or f.get("pid")):
+            if rank in event.about and (pid := f.get("culprit_pid") or f.get("pid")):
                 return pid
     return ""
 
@@ -206,12 +174,13 @@ def _dead_or_missing(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
         what = ("RAS considers the process dead (unreachable via the RAS network)"
                 + (", after it had stopped answering in an earlier snapshot" if was else "")
                 + " and the other ranks wait on it.")
-        found = _Finding(Category.CRASHED_PROCESS, 0.9, what, dead + [e for e in missing if e not in dead])
+        found = _Finding(Category.CRASHED_PROCESS, DEAD_SCORE, what, dead + [e for e in missing if e not in dead])
         return _place(ctx, last, dead + missing, found)
     persistent = [e for e in missing if (e.fields.get("culprit_pid"), e.fields.get("pg_rank")) in earlier]
     what = ("RAS got no data from the process" + (f" in {len(snaps)} snapshots in a row" if persistent else "")
             + ": it is hung or unreachable, and its communicators are incomplete without it.")
-    found = _Finding(Category.HUNG_PROCESS, 0.85 if persistent else 0.7, what, missing)
+    found = _Finding(Category.HUNG_PROCESS, UNRESPONSIVE_AGAIN_SCORE if persistent else UNRESPONSIVE_SCORE, what,
+                     missing)
     return _place(ctx, last, missing, found)
 
 
@@ -222,7 +191,7 @@ def _reported_errors(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
         return None
     category = next((e.category for e in errors if e.category), Category.CRASHED_PROCESS)
     what = f"RAS reports {errors[0].fields.get('error', 'an error')} on the rank itself (not a remote one)."
-    found = _place(ctx, last, errors, _Finding(category, 0.85, what, errors))
+    found = _place(ctx, last, errors, _Finding(category, REPORTED_ERROR_SCORE, what, errors))
     if errors[0].phase is not Phase.UNKNOWN:
         found.phase = errors[0].phase
     return found
@@ -280,7 +249,7 @@ def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
                 ahead_only.append(key)
             continue
         events = [lines[r] for r in behind]
-        mapped = {g for e in events if (g := global_rank(ctx, snaps[-1], e)) is not None}
+        mapped = {g for e in events for g in e.about}
         found.append((key, events, mapped))
     if not found:
         if split:
@@ -290,14 +259,14 @@ def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
                     "operation counts: they disagree on which collective comes next (a rank-dependent code path "
                     "or uneven data), and with no majority RAS cannot say which side is wrong. The per-rank logs "
                     "(or TORCH_DISTRIBUTED_DEBUG=DETAIL) say which collective each side called.")
-            return _Finding(Category.COLLECTIVE_MISMATCH, 0.3, what, [], phase=Phase.EXECUTION)
+            return _Finding(Category.COLLECTIVE_MISMATCH, NO_MAJORITY_SCORE, what, [], phase=Phase.EXECUTION)
         if ahead_only and previous is not None:
             comm, collective = ahead_only[0]
             what = (f"In communicator {comm}, nothing moved between {len(snaps)} snapshots and a few ranks are one "
                     f"{collective} ahead of the others: they issued the next collective, the others are blocked "
                     "on something RAS does not see (a rank outside these communicators, a host-side wait). The "
                     "ranks ahead are not the cause; the per-rank logs or a stack dump (py-spy) of the others are.")
-            return _Finding(Category.HUNG_PROCESS, 0.3, what, [], phase=Phase.EXECUTION)
+            return _Finding(Category.HUNG_PROCESS, AHEAD_ONLY_SCORE, what, [], phase=Phase.EXECUTION)
         return None
     key, events, mapped = min(found, key=lambda f: (len(f[2]) if f[2] else len(f[1]) + 10**6, -len(f[1])))
     comm, collective = key
@@ -310,11 +279,11 @@ def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
         what = (f"In communicator {comm}, communicator ranks {listed} had launched fewer {collective} operations "
                 f"than the others ({common}) — but one snapshot cannot tell a stuck job from a busy one: take "
                 "another (`triage ras collect --every 30 --count 3`)." + also)
-        return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.45, what, events))
+        return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, STRAGGLERS_ONE_SNAPSHOT_SCORE, what, events))
     what = (f"In communicator {comm}, communicator ranks {listed} stayed behind the others' {collective} "
             f"operation count ({common}) in {len(snaps)} snapshots, and no count moved: the job is stuck and "
             f"{'they are' if len(events) > 1 else 'it is'} what the others wait for." + also)
-    return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.85, what, events))
+    return _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, STRAGGLERS_SCORE, what, events))
 
 
 def _stuck_in_init(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
@@ -332,17 +301,16 @@ def _stuck_in_init(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     events = [in_init(snaps[-1])[k] for k in sorted(stuck)]
     what = (f"RAS shows {len(stuck)} rank(s) still initialising their communicator in {len(snaps)} snapshots "
             "while the others run: they never finished init.")
-    found = _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, 0.8, what, events))
+    found = _place(ctx, snaps[-1], events, _Finding(Category.HUNG_PROCESS, STUCK_IN_INIT_SCORE, what, events))
     found.phase = Phase.COMM_INIT
     return found
 
 
-def disagreement(ctx: Context, winner: Hypothesis) -> str | None:
-    """What to say when RAS and the logs point different ways (or RAS saw nothing wrong)."""
+def disagreement(ctx: Context, winner: Hypothesis, ras: Hypothesis | None) -> str | None:
+    """What to say when RAS (its candidate `ras`) and the logs point different ways, or RAS saw nothing wrong."""
     snaps = snapshots(ctx)
     if not snaps or winner.name == "ras-status":
         return None
-    ras = ras_status(ctx)
     named = {c.rank for c in winner.culprits if c.rank is not None}
     if ras is None:
         return (f"RAS and the logs disagree: RAS ({len(snaps)} snapshot{'s' if len(snaps) > 1 else ''}) "
@@ -353,3 +321,15 @@ def disagreement(ctx: Context, winner: Hypothesis) -> str | None:
         return (f"RAS and the logs disagree: RAS points at rank{'s' if len(ras_ranks) > 1 else ''} "
                 f"{fmt_ranks(sorted(ras_ranks))} ({ras.reasoning})")
     return None
+
+
+PRINCIPLE = Principle(
+    name="ras-status", emits=("ras-status",), run=ras_status, fails_without_logged_failure=True,
+    remark=disagreement,
+    summary="NCCL RAS snapshots (`triage ras collect`, `ncclras`) of the running job, weighed together as an "
+            "engineer reads them: a process RAS considers dead is the prime suspect; one it got no data "
+            "from is hung or unreachable, more surely when it stays so across snapshots; a rank reporting an "
+            "error of its own is named; the minority behind the majority's operation count is the straggler "
+            "only when no count moves between snapshots; ranks still initialising in every snapshot never "
+            "finished init. It counts as a failure even when no log shows one, and when another principle "
+            "wins, the verdict says where RAS disagrees.")

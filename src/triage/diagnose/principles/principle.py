@@ -1,0 +1,23 @@
+"""What a principle declares of itself: its name, the hypothesis names it emits, what it reads, how to run it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from triage.diagnose.context import Context
+from triage.model import Hypothesis
+
+
+@dataclass(frozen=True)
+class Principle:
+    name: str  # how docs/principles.md calls it
+    emits: tuple[str, ...]  # the hypothesis names its candidates carry (public: report-v1.schema.json)
+    summary: str  # one paragraph: what evidence it reads and whom it names
+    run: Callable[[Context], Hypothesis | None]  # its candidate, or None when its evidence is absent
+    # Its candidate is a failure on its own, even when no rank logged one (RAS sees a dead or stuck
+    # process in logs that show nothing wrong): it counts when the verdict asks whether anything failed.
+    fails_without_logged_failure: bool = False
+    # What it says of a winner another principle produced, given its own candidate (None when it
+    # had none): a disagreement the verdict appends to the winner's reasoning.
+    remark: Callable[[Context, Hypothesis, Hypothesis | None], str | None] | None = None
