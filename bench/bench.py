@@ -35,9 +35,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests"))  # the job generator lives with the tests (tests/generators/)
 
-import jobgen  # noqa: E402
+from generators import jobgen  # noqa: E402
 
 from triage.parse.marks import MARKER_LITERALS, MARKER_SHAPES  # noqa: E402
 from triage.rules import load_rules  # noqa: E402

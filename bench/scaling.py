@@ -18,8 +18,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # the job generator: tests/generators/
 
-import jobgen  # noqa: E402
+from generators import jobgen  # noqa: E402
 
 import bench  # noqa: E402
 

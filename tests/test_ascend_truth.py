@@ -1,8 +1,8 @@
-"""The Ascend/HCCL bundles are what bench/ascendgen.py writes, and their truth holds in their files.
+"""The Ascend/HCCL bundles are what generators/ascendgen writes, and their truth holds in their files.
 
-`tests/fixtures/make_ascend_fixtures.py` writes each `ascend-*/` bundle (logs + truth.yaml).  This
-test checks (1) the committed bytes are exactly a fresh build's, (2) truth.yaml is `plan()`'s truth
-for the spec, (3) who-is-who in the files agrees with the truth (every pid's key-info lines,
+`tests/generators/make_ascend.py` writes each `ascend-*/` bundle (logs + expected.yaml).  This
+test checks (1) the committed bytes are exactly a fresh build's, (2) expected.yaml's `truth` is
+`plan()`'s truth for the spec and its `spec` the Spec, (3) who-is-who in the files agrees with the truth (every pid's key-info lines,
 torch_npu footers, server and device folders; no file claims a rank for another pid), and (4) the
 injected fault left its evidence: the culprit's own signal, the victims' cascade codes, and what
 each branch of culprit reasoning reads (root lists, wait chains, TLS switches, heartbeat
@@ -12,21 +12,14 @@ locations, error-CQE endpoints, timeout spreads).
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures"))
-sys.path.insert(0, str(REPO / "bench"))
-
-import ascendgen  # noqa: E402
-import make_ascend_fixtures as maf  # noqa: E402
+from generators import ascendgen
+from generators import make_ascend as maf
 
 NAMES = list(maf.SPECS)
 
@@ -55,7 +48,7 @@ class Bundle:
         self.spec = maf.SPECS[name]
         self.root = maf.FIXTURES / name
         self.logs = self.root / "logs"
-        self.truth: dict[str, Any] = yaml.safe_load((self.root / "truth.yaml").read_text(encoding="utf-8"))["truth"]
+        self.truth: dict[str, Any] = yaml.safe_load((self.root / "expected.yaml").read_text(encoding="utf-8"))["truth"]
         self.ranks = {r["rank"]: r for r in self.truth["ranks"]}
         # a rank's processes: one, or one per attempt where torchrun restarted the workers
         restarted = self.truth.get("restart_pids", {})
@@ -114,10 +107,11 @@ def test_committed_bundle_is_what_the_generator_writes(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_truth_yaml_is_the_plan(name: str) -> None:
+def test_truth_is_the_plan(name: str) -> None:
     spec = maf.SPECS[name]
-    data = yaml.safe_load((maf.FIXTURES / name / "truth.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((maf.FIXTURES / name / "expected.yaml").read_text(encoding="utf-8"))
     assert data["truth"] == ascendgen.truth_dict(ascendgen.plan(spec))
+    assert data["spec"]["name"] == name and data["made_by"] == maf.MADE_BY
     got = {p.relative_to(maf.FIXTURES / name / "logs").as_posix() for p in (maf.FIXTURES / name / "logs").rglob("*") if p.is_file()}
     assert got == set(data["truth"]["files"])
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from generators import jobgen
 
 from triage import extract as ex
 from triage.api import _scan_all, analyze, extract
@@ -31,8 +32,6 @@ from triage.rules import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
-sys.path.insert(0, str(ROOT / "bench"))
-import jobgen  # noqa: E402
 
 JOBS = {
     # A noisy job (2,000 lines of chatter per rank): rank 6 hangs, the others time out.
@@ -302,7 +301,7 @@ DAMAGED = {
     "not UTF-8": (lambda d: _lines(d)[0] + b'{"source":{"name":"\xff"}}\n' + b"".join(_lines(d)[1:]),
                   "is not UTF-8", "all"),
     "a line after the end": (lambda d: d + b'{"source":{}}\n', "comes after its end line", "all"),
-    # found by bench/fuzz.py: a \ud800 escape decodes to text no report can be written in
+    # found by tools/fuzz.py: a \ud800 escape decodes to text no report can be written in
     "a lone surrogate": (lambda d: _lines(d)[0] + b'{"source":{"name":"x\\ud800"}}\n' + b"".join(_lines(d)[1:]),
                          "holds a lone surrogate", "all"),
 }

@@ -1,4 +1,4 @@
-"""HCCL reasoning on small plog trees written the way CANN writes them (formats.md §5)."""
+"""HCCL reasoning on small plog trees written the way CANN writes them (docs/formats.md §5)."""
 
 from __future__ import annotations
 

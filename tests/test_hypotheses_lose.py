@@ -1,6 +1,7 @@
 """Every principle of the diagnosis, firing and losing to a better-founded one.
 
-test_scenarios.py shows each principle winning where it should. Here each one fires on evidence of
+test_fixtures.py shows each principle winning where it should (each bundle's expected.yaml names the
+principle that must decide). Here each one fires on evidence of
 its own — a rank it names — and must lose to a principle that names a different rank, for the
 reason the scenario gives. Each test writes a small job (4 to 8 ranks, one log per rank, the line
 formats of the committed real-* / nccl2* fixtures with only ranks, SeqNums, times and addresses

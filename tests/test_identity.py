@@ -147,12 +147,9 @@ def test_milestones_of_a_real_init_hang() -> None:
     assert report.verdict.phase is Phase.COMM_INIT
 
 
-# Two jobs that a sample of fresh generated jobs (bench/sampled_verdicts.py) got wrong once.
+# Two jobs that a sample of fresh generated jobs (accuracy/sampled_verdicts.py) got wrong once.
 def _generated(tmp_path: Path, **job: object):  # type: ignore[no-untyped-def]
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    import jobgen
+    from generators import jobgen
 
     truth = jobgen.generate(tmp_path / "job", noise_lines=30, seed=5, **job)  # type: ignore[arg-type]
     return truth, analyze([tmp_path / "job"]).verdict

@@ -1,8 +1,8 @@
-"""MindSpore on Ascend: its log envelopes, its surfaces of HCCL failures, and an msrun job (formats.md §5.10).
+"""MindSpore on Ascend: its log envelopes, its surfaces of HCCL failures, and an msrun job (docs/formats.md §5.10).
 
 The bundle tests/fixtures/mindspore-8r-init-killed-rank5 is an msrun job (msrun_log/scheduler.log and
-worker_<rank>.log) whose rank 5 was killed inside HcclCommInitRootInfoConfig; its truth.yaml says what
-was injected and where each line's text comes from.
+worker_<rank>.log) whose rank 5 was killed inside HcclCommInitRootInfoConfig; its expected.yaml says what
+was injected and where each line's text comes from (its verdict is checked by test_fixtures.py).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_mindspore_surfaces_of_a_failure_are_consequences_of_what_cann_said() ->
 # --- the msrun bundle ----------------------------------------------------------------------------
 
 def _truth() -> dict[str, Any]:
-    return yaml.safe_load((BUNDLE / "truth.yaml").read_text(encoding="utf-8"))["truth"]
+    return yaml.safe_load((BUNDLE / "expected.yaml").read_text(encoding="utf-8"))["truth"]
 
 
 def test_the_bundle_is_laid_out_as_msrun_writes_it() -> None:
@@ -137,18 +137,6 @@ def test_the_bundle_is_laid_out_as_msrun_writes_it() -> None:
     for rank in _truth()["ranks"]:
         text = (BUNDLE / "logs" / "msrun_log" / f"worker_{rank['rank']}.log").read_text(encoding="utf-8")
         assert f"({rank['pid']}," in text and f"This node {rank['rank']} rank id: {rank['rank']}\n" in text
-
-
-def test_verdict_matches_the_injected_truth() -> None:
-    truth = _truth()
-    verdict = to_dict(analyze([BUNDLE / "logs"]))["verdict"]
-    why = verdict["reasoning"]
-    assert verdict["status"] == "diagnosed", why
-    assert verdict["phase"] == truth["phase"], why
-    assert verdict["category"] == truth["category"], why
-    assert sorted(c["rank"] for c in verdict["culprits"] if c["kind"] == "rank") == truth["culprit_ranks"], why
-    assert verdict["hypothesis"] == truth["decided_by"], why
-    assert verdict["confidence"] >= 0.6
 
 
 def test_without_the_scheduler_log_the_rank_that_was_never_torn_down_is_the_culprit(tmp_path: Path) -> None:

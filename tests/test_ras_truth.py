@@ -1,8 +1,8 @@
-"""The NCCL RAS bundles are what make_ras_fixtures.py writes, and their truth holds in their files.
+"""The NCCL RAS bundles are what generators/make_ras.py writes, and their truth holds in their files.
 
-`tests/fixtures/make_ras_fixtures.py` writes each `ras-*/` bundle (RAS snapshots under `logs/ras/`,
-for some the job's per-rank logs, and `truth.yaml`).  This test checks (1) the committed bytes are
-exactly a fresh build's (`--check`), (2) truth.yaml is well formed and speaks triage's vocabulary,
+`tests/generators/make_ras.py` writes each `ras-*/` bundle (RAS snapshots under `logs/ras/`,
+for some the job's per-rank logs, and `expected.yaml`).  This test checks (1) the committed bytes are
+exactly a fresh build's (`--check`), (2) the truth is well formed and speaks triage's vocabulary,
 (3) the snapshots are shaped as NCCL prints them (names, version header, sections, the 2.24/2.25
 versus 2.26+ wording, the JSON and its known defect), and (4) each truth holds in the files, read
 here with this file's own small parsers rather than with the generator: the dead pid really is
@@ -17,7 +17,6 @@ import calendar
 import itertools
 import json
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +24,10 @@ from typing import Any
 
 import pytest
 import yaml
+from generators import make_ras as mrf
+from generators import rasgen
 
 from triage.model import Category, Phase, Status
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures"))
-sys.path.insert(0, str(REPO / "bench"))
-
-import make_ras_fixtures as mrf  # noqa: E402
-import rasgen  # noqa: E402
 
 NAMES = [s.name for s in mrf.SCENARIOS]
 WITH_LOGS = [s.name for s in mrf.SCENARIOS if "gen" in s.spec]  # per-rank logs from jobgen
@@ -179,7 +173,7 @@ class Bundle:
         self.name = name
         self.root = mrf.FIXTURES / name
         self.logs = self.root / "logs"
-        data = yaml.safe_load((self.root / "truth.yaml").read_text(encoding="utf-8"))
+        data = yaml.safe_load((self.root / "expected.yaml").read_text(encoding="utf-8"))
         self.data: dict[str, Any] = data
         self.truth: dict[str, Any] = data["truth"]
         self.facts: dict[str, Any] = self.truth["facts"]
@@ -248,7 +242,7 @@ def test_check_mode_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_truth_yaml_is_well_formed(name: str) -> None:
+def test_truth_is_well_formed(name: str) -> None:
     b = Bundle(name)
     assert b.data["description"].strip() and b.data["made_by"] == mrf.MADE_BY
     assert b.data["spec"] == mrf.BY_NAME[name].spec

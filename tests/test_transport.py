@@ -298,7 +298,7 @@ def test_no_figure_and_why(gpu: str | None, kind: str | None, link: str | None, 
 
 
 def test_a_slow_socket_run_is_not_called_slow_against_a_pcie_figure() -> None:
-    # 1.85 GB/s busbw at 64 MiB over loopback sockets (formats.md section 9): no figure, no flag.
+    # 1.85 GB/s busbw at 64 MiB over loopback sockets (docs/formats.md section 9): no figure, no flag.
     use = read_log("net-socket-hostid-2.28.log")
     expected, _ = bandwidth.expectation(H100, use.bottleneck, None, 2, 1)
     rows = [bandwidth.row(64 << 20, (64 << 20) / 1.85e9, 2)]
