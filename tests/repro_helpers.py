@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from triage.repro.supervise import STARTUP_S
+
 MARK = "TRIAGE_REPRO_TEST_MARK"  # set on the command; every rank inherits it
 ROOT = Path(__file__).resolve().parents[1]
 # Small and quick: two sizes, two timed iterations; deadlines of a few seconds.
@@ -75,21 +77,30 @@ def run(command: list[str], log_dir: Path | None, *, timeout: float = 120,
 
 
 def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str, Path]:
-    """A repro run in the background, once all its ranks have entered comm_init."""
+    """A repro run in the background, once all its ranks have entered comm_init.
+
+    The run takes Ctrl-C as a terminal sends it (SIGINT, handled by Python's default handler) even
+    where the tests themselves run with SIGINT ignored: a background job of a non-interactive shell
+    inherits SIG_IGN, and a Python started with SIGINT ignored keeps ignoring it.
+    """
     mark = uuid.uuid4().hex
     log_dir = tmp_path / "logs"
     env = dict(os.environ, **{MARK: mark, "CI": "1"})
-    proc = subprocess.Popen([sys.executable, "-m", "triage", "repro", *FAST, "--log-dir", str(log_dir),
-                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
-    until = time.monotonic() + 60
-    while time.monotonic() < until:
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "sys.argv[0] = 'triage'; from triage.cli import main; main()")
+    proc = subprocess.Popen([sys.executable, "-c", code, "repro", *FAST, "--log-dir", str(log_dir), *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    # Ready is a condition, not a time: wait as long as the coordinator itself gives a rank to
+    # start (STARTUP_S), or until the run ends without getting there.
+    until = time.monotonic() + STARTUP_S + 10
+    while time.monotonic() < until and proc.poll() is None:
         logs = list(log_dir.glob("rank*.log"))
         if len(logs) == 4 and all("phase comm_init start" in p.read_text(errors="replace") for p in logs):
             return proc, mark, log_dir
         time.sleep(0.1)
     proc.kill()
-    raise AssertionError("the ranks did not start within 60 s")
+    out, err = proc.communicate()
+    raise AssertionError(f"the ranks did not all enter comm_init (exit code {proc.returncode}):\n{out}{err}")
 
 
 def wait_gone(mark: str, within: float) -> list[int]:

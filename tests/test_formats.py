@@ -105,6 +105,57 @@ def test_sarif_is_valid_with_rules_and_results(reports: dict[str, object], fixtu
     assert len(run["results"]) == len(build(reports[fixture]).findings)  # type: ignore[arg-type]
 
 
+USER_RULE = """\
+id: site-frobnicator-lost-sync
+title: The site's frobnicator lost sync with its switch
+family: python
+kind: error
+phase: execution
+severity: error
+prefilter: ["frobnicator lost sync"]
+regex: 'frobnicator lost sync on device (?P<device>\\d+)'
+message: "frobnicator lost sync on device {device}"
+explain:
+  meaning: >-
+    Our frobnicator dropped its link to the top-of-rack switch; the rank that prints it cannot send.
+  next_steps: >-
+    Reseat the frobnicator cable of that node and page the site team.
+references:
+  - https://wiki.example.org/frobnicator
+examples:
+  match:
+    - line: "2026-11-21 10:00:05,000 ERROR site: frobnicator lost sync on device 2"
+      fields: {device: "2"}
+  nomatch:
+    - "2026-11-21 10:00:05,000 INFO site: frobnicator in sync on device 2"
+"""
+
+
+def test_sarif_documents_a_user_rule_as_the_analysis_loaded_it(
+        tmp_path: Path, sarif_validator: jsonschema.Draft4Validator) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "site-frobnicator-lost-sync.yaml").write_text(USER_RULE, encoding="utf-8")
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in range(4):
+        lines = [f"2026-11-21 10:00:0{rank},456 INFO train: rank {rank}/4 step 10 loss 2.31"]
+        if rank == 2:
+            lines.append("2026-11-21 10:00:05,000 ERROR site: frobnicator lost sync on device 2")
+        (job / f"rank{rank}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, stdout, _ = _cli("analyze", "--rules", str(rules), "--format", "sarif", str(job))
+    assert code == exitcodes.DIAGNOSED
+    doc = json.loads(stdout)
+    sarif_validator.validate(doc)
+    run = doc["runs"][0]
+    assert [r["ruleId"] for r in run["results"]] == ["site-frobnicator-lost-sync"]
+    [rule] = [r for r in run["tool"]["driver"]["rules"] if r["id"] == "site-frobnicator-lost-sync"]
+    assert rule["shortDescription"]["text"] == "The site's frobnicator lost sync with its switch"
+    assert rule["fullDescription"]["text"].startswith("Our frobnicator dropped its link")
+    assert rule["help"]["text"] == "Reseat the frobnicator cable of that node and page the site team."
+    assert rule["helpUri"] == "https://wiki.example.org/frobnicator"
+
+
 def test_json_keeps_its_schema_and_names_the_rule(reports: dict[str, object]) -> None:
     schema = json.loads((ROOT / "src" / "triage" / "schemas" / "report-v1.schema.json").read_text())
     doc = json.loads(_rendered(reports["job-2x8-hang"], "json"))

@@ -8,16 +8,19 @@ deadlines are the feature under test) and leave no process behind.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
-from repro_helpers import ROOT, Run, repro, start, wait_gone
+from repro_helpers import MARK, ROOT, Run, repro, start, wait_gone
 
 from triage import exitcodes
-from triage.repro import bandwidth, bisect, findings, launch, placement, stragglers
+from triage.repro import bandwidth, bisect, findings, launcher_env, placement, stragglers
 from triage.repro.inject import ENV_HOLD_GIL
 from triage.repro.options import OptionError, format_size, parse_sizes
 from triage.repro.watchdog import BACKSTOP_S
@@ -28,6 +31,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 DEADLINE_S = 3.0
 # Start-up (one torch import, then fork), the analysis and a loaded 2-core CI machine.
 OVERHEAD_S = 25.0
+LONG_DEADLINE_S = 300.0  # for runs that a signal must end, long before any deadline would
 PHASES = ("comm_init", "operator_load", "execution")
 CATEGORY = {"hang": "hung_process", "crash": "crashed_process"}
 
@@ -125,14 +129,67 @@ def test_a_hang_that_holds_the_gil_is_ended_by_the_outer_backstop(tmp_path: Path
 @pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
 def test_no_rank_outlives_its_coordinator(tmp_path: Path, how: signal.Signals) -> None:
-    proc, mark, _ = start(tmp_path, "--timeout", "60", "--inject", "hang", "--inject-rank", "2",
-                          "--inject-phase", "comm_init")
-    proc.send_signal(how)
-    _, err = proc.communicate(timeout=30)
+    # Deadlines far beyond the waits below: whatever ends the run is the signal, never a deadline.
+    proc, mark, _ = start(tmp_path, "--timeout", str(LONG_DEADLINE_S), "--inject", "hang", "--inject-rank",
+                          "2", "--inject-phase", "comm_init")
+    try:
+        proc.send_signal(how)
+        _, err = proc.communicate(timeout=LONG_DEADLINE_S / 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     if how == signal.SIGINT:
         assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     # Ctrl-C: the coordinator ends its ranks; SIGKILL: the ranks notice they are orphans.
-    assert wait_gone(mark, within=3.0) == []
+    assert wait_gone(mark, within=LONG_DEADLINE_S / 2) == []
+
+
+INTERRUPTED_AT_START = """
+import json, os, subprocess, sys
+from pathlib import Path
+from triage.repro import coordinator
+from triage.repro.options import ReproOptions
+from triage.repro.protocol import PHASES
+
+def interrupted(self, input=None, timeout=None):
+    # Ctrl-C once the zygote has forked every rank and exited, before its pids are read
+    self.stdin.write(input)
+    self.stdin.close()
+    self.wait()
+    raise KeyboardInterrupt
+
+subprocess.Popen.communicate = interrupted
+opts = ReproOptions(backend="gloo", deadlines={p: 600.0 for p in PHASES}, sizes=[1024], iters=1,
+                    log_dir=sys.argv[1], group=[0, 1, 2, 3], job_world_size=4)
+try:
+    coordinator.run_standalone(opts, False)
+except KeyboardInterrupt:
+    pass
+alive = []  # our child processes still there: `pid (comm) state ppid ...` in /proc/<pid>/stat
+for entry in Path("/proc").iterdir():
+    try:
+        if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[-1].split()[1] == str(os.getpid()):
+            alive.append(int(entry.name))
+    except OSError:
+        pass  # gone meanwhile
+print(json.dumps(alive))
+"""
+
+
+@needs_torch
+@pytest.mark.slow
+def test_ctrl_c_while_the_ranks_are_forked_ends_them(tmp_path: Path) -> None:
+    # The zygote has forked the ranks but the coordinator has not read their pids: the ranks are
+    # its children all the same, and it ends them before it goes, not they once it is gone.
+    mark = uuid.uuid4().hex
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_AT_START, str(tmp_path / "logs")],
+                          capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
+                          env=dict(os.environ, **{MARK: mark}))
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == [], "ranks still running after the interrupt"
+    finally:
+        assert wait_gone(mark, within=LONG_DEADLINE_S / 2) == []
 
 
 # -- bisection ----------------------------------------------------------------------------------
@@ -211,7 +268,7 @@ def test_expectations_by_gpu_and_interconnect() -> None:
     assert a100 is not None and a100.high == 230
     pcie, _ = bandwidth.expectation("NVIDIA L40S", "P2P", "pcie", 4, 1)
     assert pcie is not None and pcie.high < 25
-    # The H100 that NCCL joined with sockets (issue 7): no PCIe or NVLink figure to fall short of.
+    # The H100 that NCCL joined with sockets (one H100, ranks joined over NET/Socket): no PCIe or NVLink figure to fall short of.
     sockets, why_sockets = bandwidth.expectation("NVIDIA H100 80GB HBM3", "NET/Socket", None, 2, 1,
                                                  interfaces=["lo:127.0.0.1"])
     assert sockets is None and "no reference figure" in why_sockets and "network path" in why_sockets
@@ -282,14 +339,14 @@ def test_ranks_per_gpu_gives_each_rank_its_own_nccl_host(tmp_path: Path, monkeyp
     env, log_path = supervise._rank_env(run, run.envs[3], status_fd=9)
     assert env["NCCL_HOSTID"] == run.envs[3].nccl_hostid and log_path.name == "rank3.log"
     assert env["NCCL_DEBUG"] == "INFO"  # its transport lines are read back for the bandwidth verdict
-    assert launch.RankEnv.from_json(env["TRIAGE_REPRO_RANK_ENV"]).master_port == run.store.port
+    assert launcher_env.RankEnv.from_json(env["TRIAGE_REPRO_RANK_ENV"]).master_port == run.store.port
 
 
 @pytest.mark.parametrize(("launcher", "words"), [
     ("torchrun", "torchrun --nproc-per-node"), ("srun", "srun --ntasks-per-node"),
     ("mpirun", "mpirun -npernode"), ("triage repro", "--world-size")])
 def test_more_local_ranks_than_gpus_is_said_in_the_launchers_words(launcher: str, words: str) -> None:
-    env = launch.RankEnv(launcher=launcher, rank=0, world_size=8, local_rank=0, local_world_size=8,
+    env = launcher_env.RankEnv(launcher=launcher, rank=0, world_size=8, local_rank=0, local_world_size=8,
                          master_addr="127.0.0.1", master_port=29500, run_id="x")
     with pytest.raises(placement.PlacementError) as raised:
         placement.check_local_ranks(8, 4, 1, env.option("processes"))
@@ -297,28 +354,28 @@ def test_more_local_ranks_than_gpus_is_said_in_the_launchers_words(launcher: str
     assert message.startswith("8 ranks on this host but 4 GPUs visible: set " + words), message
     assert "to 4, or add --ranks-per-gpu 2" in message
     placement.check_local_ranks(8, 4, 2, env.option("processes"))  # two per GPU: they fit
-    assert [launch.gpu_of(r, 2) for r in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert [launcher_env.gpu_of(r, 2) for r in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
 def test_launcher_environments() -> None:
     torch_env = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4",
                  "MASTER_ADDR": "node01", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "job7",
                  "TORCHELASTIC_USE_AGENT_STORE": "True"}
-    env = launch.detect(torch_env)
+    env = launcher_env.detect(torch_env)
     assert env is not None and (env.launcher, env.rank, env.world_size, env.nodes) == ("torchrun", 3, 8, 2)
     assert env.use_agent_store and env.master_port == 29400
     slurm = {"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "0",
              "SLURM_JOB_ID": "991", "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_NODELIST": "gpu[07-08]"}
-    env = launch.detect(slurm)
+    env = launcher_env.detect(slurm)
     assert env is not None and (env.launcher, env.rank, env.local_rank, env.master_addr) == ("srun", 5, 1, "gpu07")
-    assert env.master_port == launch.detect(slurm).master_port  # type: ignore[union-attr]
+    assert env.master_port == launcher_env.detect(slurm).master_port  # type: ignore[union-attr]
     batch = {"SLURM_PROCID": "0", "SLURM_NTASKS": "16", "SLURM_JOB_ID": "991"}
-    assert launch.detect(batch) is None  # a batch script is not a rank
+    assert launcher_env.detect(batch) is None  # a batch script is not a rank
     ompi = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "2",
             "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
-    env = launch.detect(ompi)
+    env = launcher_env.detect(ompi)
     assert env is not None and (env.launcher, env.rank, env.master_addr) == ("mpirun", 2, "127.0.0.1")
-    with pytest.raises(launch.LaunchError):
-        launch.detect({**ompi, "OMPI_COMM_WORLD_LOCAL_SIZE": "2"})  # across nodes: needs MASTER_ADDR
-    assert launch.detect({}) is None
-    assert launch.first_host("cpu1,gpu[03-06,9]") == "cpu1"
+    with pytest.raises(launcher_env.LaunchError):
+        launcher_env.detect({**ompi, "OMPI_COMM_WORLD_LOCAL_SIZE": "2"})  # across nodes: needs MASTER_ADDR
+    assert launcher_env.detect({}) is None
+    assert launcher_env.first_host("cpu1,gpu[03-06,9]") == "cpu1"

@@ -26,10 +26,10 @@ from triage.diagnose.verdict import diagnose
 from triage.ingest.discover import iter_files, open_file
 from triage.ingest.open import Stream, Unreadable, display_name, expand, stdin_stream
 from triage.job import build_job
-from triage.model import Event, Identity, Report, SourceInfo
+from triage.model import Event, Identity, Report, RuleDoc, SourceInfo
 from triage.parse.scan import Matcher
 from triage.parse.source import scan_sources
-from triage.rules import load_rules
+from triage.rules import Rule, load_rules
 from triage.unexplained import summarize
 
 # Below this much input, starting worker processes costs more than it saves.
@@ -79,9 +79,18 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
     _note_name_clashes(sources)
     job = build_job(events, sources, world_size)
     verdict = diagnose(job)
+    used = {e.rule_id for e in job.events} | {ev.rule_id for c in verdict.culprits for ev in c.evidence}
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,
                   ranks=job.ranks, sources=sources, events=job.events, version=__version__,
-                  groups=job.groups, unexplained=summarize(job.events))
+                  groups=job.groups, unexplained=summarize(job.events),
+                  rules={r.id: _rule_doc(r) for r in matcher.rules if r.id in used})
+
+
+def _rule_doc(rule: Rule) -> RuleDoc:
+    """What the report keeps of a rule the analysis used: its title and `explain` text."""
+    return RuleDoc(title=rule.title, meaning=str(rule.explain.get("meaning") or "").strip(),
+                   next_steps=str(rule.explain.get("next_steps") or "").strip(),
+                   references=tuple(rule.references))
 
 
 def _note_name_clashes(sources: list[SourceInfo]) -> None:

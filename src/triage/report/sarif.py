@@ -1,7 +1,8 @@
 """`--format sarif`: SARIF 2.1.0, for code-scanning UIs (GitHub code scanning, GitLab, Azure DevOps).
 
 The rules that matched an evidence line are `tool.driver.rules[]` (title, meaning, next steps from
-the rule file); each evidence line is a `result` (level error for the culprit of a diagnosed job,
+the rule file, as the analysis loaded it: a user rule from `--rules DIR` is documented as a built-in
+one is); each evidence line is a `result` (level error for the culprit of a diagnosed job,
 warning when inconclusive) located at its log file and line, an archive member as the archive with
 the member in the message. The verdict is in `runs[0].properties`; a run that could not analyse
 its input is a failed `invocation` with a `toolExecutionNotification`.
@@ -9,41 +10,25 @@ its input is a failed `invocation` with a `toolExecutionNotification`.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from triage.model import Status
+from triage.model import RuleDoc, Status
 from triage.report.views import Finding, ReportView
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Status.DIAGNOSED: "error", Status.INCONCLUSIVE: "warning", Status.NO_FAILURE: "note"}
 
 
-@functools.cache
-def _rule_docs() -> dict[str, dict[str, Any]]:
-    """Built-in rules by id: title, meaning, next steps. User rules are named by id only."""
-    from triage.rules import RuleError, load_rules
-
-    try:
-        rules = load_rules()
-    except RuleError:
-        return {}
-    return {r.id: {"title": r.title, "meaning": str(r.explain.get("meaning") or "").strip(),
-                   "next_steps": str(r.explain.get("next_steps") or "").strip(),
-                   "references": list(r.references)} for r in rules}
-
-
-def _rule(rule_id: str) -> dict[str, Any]:
-    doc = _rule_docs().get(rule_id)
-    rule: dict[str, Any] = {"id": rule_id, "shortDescription": {"text": doc["title"] if doc else rule_id}}
-    if doc and doc["meaning"]:
-        rule["fullDescription"] = {"text": doc["meaning"]}
-    if doc and doc["next_steps"]:
-        rule["help"] = {"text": doc["next_steps"]}
-    if doc and doc["references"]:
-        rule["helpUri"] = doc["references"][0]
+def _rule(rule_id: str, doc: RuleDoc | None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"id": rule_id, "shortDescription": {"text": doc.title if doc else rule_id}}
+    if doc and doc.meaning:
+        rule["fullDescription"] = {"text": doc.meaning}
+    if doc and doc.next_steps:
+        rule["help"] = {"text": doc.next_steps}
+    if doc and doc.references:
+        rule["helpUri"] = doc.references[0]
     return rule
 
 
@@ -75,7 +60,7 @@ def _driver(version: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
 def document(view: ReportView) -> dict[str, Any]:
     rule_ids = sorted({f.rule_id for f in view.findings if f.rule_id})
     rule_index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
-    rules = [_rule(r) for r in rule_ids]
+    rules = [_rule(r, view.report.rules.get(r)) for r in rule_ids]
     if any(f.rule_id is None for f in view.findings):
         rules.append({"id": "triage-verdict", "shortDescription": {"text": "evidence of the verdict"}})
     v = view.report.verdict

@@ -1,8 +1,19 @@
 """`triage repro`: a live all-reduce check that names the rank, link and phase at fault.
 
-Nothing in this package imports torch at module level except the modules that only a rank process
-loads (`worker`, `collectives`, `verify`); `command` imports those inside the command, so that
-`triage analyze` never pays for (or depends on) PyTorch.
+Two modes, picked by `command` from what `launcher_env` reads in the environment:
+
+- standalone (`coordinator`, `supervise`, `zygote`): this process starts every rank itself, follows
+  them and ends whatever does not end (with `--bisect`, smaller groups after the whole one);
+- launcher mode (`under_launcher`): torchrun, srun or mpirun started one `triage repro` process
+  per rank; each supervises its rank and rank 0's reports for all.
+
+Either way a rank is `worker` under its own `watchdog`, writing its log with `logfile` and
+reporting over `protocol`; the verdict comes from `analyze`'s engine on the logs.
+
+Only the modules that a rank process loads import torch at module level (`worker`, `verify`, and
+`zygote`, which imports `worker` to share it with the ranks it forks); the others import it inside
+the functions that need it (as `store` does), so that `triage analyze` never pays for (or depends
+on) PyTorch.
 """
 
 import warnings

@@ -18,7 +18,7 @@ from rich.text import Text
 from triage import exitcodes
 from triage.model import Status
 from triage.report import FORMATS
-from triage.repro import launch, placement
+from triage.repro import launcher_env, placement
 from triage.repro.options import (
     BACKENDS,
     DEFAULT_ITERS,
@@ -112,14 +112,14 @@ def repro(
         deadlines = deadlines_from(timeout, {"comm_init": timeout_comm_init,
                                              "operator_load": timeout_operator_load,
                                              "execution": timeout_execution})
-        env = launch.detect(os.environ)
-    except (OptionError, launch.LaunchError, ValueError) as exc:
+        env = launcher_env.detect(os.environ)
+    except (OptionError, launcher_env.LaunchError, ValueError) as exc:
         _fail(str(exc))
     settings = _Settings(world_size, backend, ranks_per_gpu, deadlines, sizes, iters, bisect,
                          Injection(inject, inject_rank, inject_phase) if inject else None, log_dir, fmt,
                          _Delivery(fmt, files, failing, quiet))
     if env is not None:
-        raise typer.Exit(_launched(settings, env))
+        raise typer.Exit(_under_launcher(settings, env))
     try:
         code = _standalone(settings)
     except (OptionError, ReproError, placement.PlacementError) as exc:
@@ -224,10 +224,10 @@ def _standalone(s: _Settings) -> int:
 
 def new_log_dir(given: Path | None) -> Path:
     """The folder of this run: the one given (empty or new), else a new one under the current directory."""
-    from triage.repro import launched
+    from triage.repro import under_launcher
 
     if given is None:
-        given = Path(launched.fresh_log_dir_name())
+        given = Path(under_launcher.fresh_log_dir_name())
     if given.exists() and (not given.is_dir() or any(given.iterdir())):
         raise ReproError(f"--log-dir {given}: not an empty folder (old logs would mix with this run's)")
     given.mkdir(parents=True, exist_ok=True)
@@ -300,9 +300,9 @@ def say_logs(log_dir: Path, fmt: str, *, at_start: bool, quiet: bool = False) ->
 
 # -- under a launcher -----------------------------------------------------------------------------
 
-def _launched(s: _Settings, env: launch.RankEnv) -> int:
-    """This process supervises rank `env.rank`; rank 0's also reports for every rank (launched.py)."""
-    from triage.repro import launched, present
+def _under_launcher(s: _Settings, env: launcher_env.RankEnv) -> int:
+    """This process supervises rank `env.rank`; rank 0's also reports for every rank (under_launcher.py)."""
+    from triage.repro import present, under_launcher
     from triage.repro.store import StoreError
     from triage.repro.supervise import fork_waiting_rank
 
@@ -314,7 +314,7 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
         backend, gpus = s.backend_here()
         if backend == "nccl":
             placement.check_local_ranks(env.local_world_size, gpus, s.ranks_per_gpu, env.option("processes"))
-            env.device = launch.gpu_of(env.local_rank, s.ranks_per_gpu)
+            env.device = launcher_env.gpu_of(env.local_rank, s.ranks_per_gpu)
             if s.ranks_per_gpu > 1:
                 env.nccl_hostid = f"triage-repro-{env.run_id}-rank{env.rank}"
         opts = s.options(backend, env.world_size, Path())
@@ -325,20 +325,20 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
     waiting = fork_waiting_rank()  # before this process starts threads (the store, below)
     comm_init = s.deadlines["comm_init"]
     try:
-        with launched.native_stderr_held() as held:
-            store = launched.connect(env, comm_init)
-            log_dir, log_name = launched.agree_on_log_dir(store, env, s.log_dir)
+        with under_launcher.native_stderr_held() as held:
+            store = under_launcher.connect(env, comm_init)
+            log_dir, log_name = under_launcher.agree_on_log_dir(store, env, s.log_dir)
     except (StoreError, RuntimeError, OSError) as exc:
         os.close(waiting.go)  # the waiting rank process exits quietly
         what = str(exc) if isinstance(exc, StoreError) else (
             f"the rendezvous at {env.master_addr}:{env.master_port} failed before the ranks started "
             f"({str(exc).splitlines()[0][:200]})")
         _fail(f"rank {env.rank}: {what}: check {env.option('address')}")
-    stop = launched.Stop()
+    stop = under_launcher.Stop()
     stop.install()  # from now on the launcher's SIGTERM is ours to act on, not a sudden death
     opts.log_dir = str(log_dir)
-    log = launched.RecordingLog(log_dir / log_name, "coordinator")
-    console_out = launched.keep_native_noise_in(log.fd)
+    log = under_launcher.RecordingLog(log_dir / log_name, "coordinator")
+    console_out = under_launcher.keep_native_noise_in(log.fd)
     os.write(2, b"".join(held))  # what the store's client said while we met, now in the log
     nodes = f"{env.nodes} node{'s' if env.nodes > 1 else ''}"
     if env.rank == 0:
@@ -352,7 +352,8 @@ def _launched(s: _Settings, env: launch.RankEnv) -> int:
                 "triage repro: --bisect runs standalone only (it launches its own smaller groups): "
                 "run `triage repro --bisect` on the suspect host"))
     elif speaks and env.nodes > 1:
-        present.console(console_out).print(Text(f"triage repro: the logs of this node ({launched.host_name()}) "
+        present.console(console_out).print(Text(f"triage repro: the logs of this node ({under_launcher.host_name()}) "
                                                 f"are in {log_dir}", style="dim"))
-    supervisor = launched.Launched(opts, env, store, log_dir, launched.new_run(opts, env, log), waiting, stop)
-    return launched.run(supervisor, log, lambda outcome, folder: deliver(outcome, folder, s.delivery))
+    supervisor = under_launcher.Supervisor(opts, env, store, log_dir, under_launcher.new_run(opts, env, log),
+                                         waiting, stop)
+    return under_launcher.run(supervisor, log, lambda outcome, folder: deliver(outcome, folder, s.delivery))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from triage.repro import bisect, store
 from triage.repro.bandwidth import gbps
-from triage.repro.launch import RankEnv, gpu_of
+from triage.repro.launcher_env import RankEnv, gpu_of
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions, format_size
 from triage.repro.protocol import PHASES

@@ -1,7 +1,7 @@
 """Which backend a run uses and which GPU each rank gets, checked before any rank starts.
 
 The errors here name the setting to change in the words of the launcher the user ran (see
-launch.LAUNCHER_OPTIONS): a rank that finds no GPU of its own fails at once and says why, rather
+launcher_env.LAUNCHER_OPTIONS): a rank that finds no GPU of its own fails at once and says why, rather
 than in the middle of comm_init with a CUDA error.
 """
 

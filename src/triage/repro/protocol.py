@@ -24,7 +24,7 @@ ENV_STATUS_FD = "TRIAGE_REPRO_STATUS_FD"  # the pipe to the coordinator (standal
 ENV_LABEL = "TRIAGE_REPRO_JOB_RANK"  # the rank's number in the whole job (bisect sub-groups)
 ENV_GROUP = "TRIAGE_REPRO_GROUP"  # names this run's group (its store keys, its log folder)
 ENV_PARENT = "TRIAGE_REPRO_PARENT"  # pid of the coordinator: a rank orphaned at birth ends at once
-ENV_RANK_ENV = "TRIAGE_REPRO_RANK_ENV"  # who the rank is (launch.RankEnv), as JSON
+ENV_RANK_ENV = "TRIAGE_REPRO_RANK_ENV"  # who the rank is (launcher_env.RankEnv), as JSON
 
 # Every line our processes write starts with this literal, so that rules can prefilter on it.
 TAG = "triage-repro"

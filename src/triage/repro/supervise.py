@@ -1,4 +1,8 @@
-"""Standalone mode: launch local ranks, follow them, and end whatever does not end by itself.
+"""Start ranks, follow them, and end whatever does not end by itself.
+
+Standalone mode (coordinator.py) starts every local rank here; launcher mode (under_launcher.py)
+starts the one rank of this process, forked early (`fork_waiting_rank`), and watches its peers
+through the `watch` callback.
 
 Each rank is a process in its own session, with its stdout and stderr appended to its log and a
 pipe back to us for status messages. Ranks keep their own deadlines (watchdog.py); this loop is
@@ -30,7 +34,7 @@ from typing import Any, NoReturn
 
 import regex
 
-from triage.repro.launch import RankEnv
+from triage.repro.launcher_env import RankEnv
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions
 from triage.repro.protocol import (
@@ -218,8 +222,13 @@ def _spawn_all(runs: list[Run], stderr: int, waiting: Waiting | None = None) -> 
             zygote.wait()
             out = b""
         except BaseException:
-            # Ctrl-C while starting: ranks already forked find themselves orphaned and end.
-            zygote.kill()
+            # Ctrl-C while starting: the zygote may have forked ranks whose pids we never read.
+            # Once it is dead they are our children (we are their subreaper): end them before the
+            # interrupt goes on, rather than leave them to notice, once we are gone, that they
+            # are orphans.
+            _kill_group(zygote.pid)  # with any rank not yet in a session of its own
+            zygote.wait()
+            _end_children()
             raise
     finally:
         for spec in specs:
@@ -229,6 +238,7 @@ def _spawn_all(runs: list[Run], stderr: int, waiting: Waiting | None = None) -> 
     if len(pids) != len(placed):
         for pid in pids:
             _kill_group(pid)
+        _end_children()  # and any rank a zygote that timed out had forked before it was killed
         for _, _, reader, _ in placed:
             os.close(reader)
         raise SpawnError("the ranks could not be started")
@@ -372,6 +382,33 @@ def _end(ending: list[tuple[Run, Proc, str]]) -> None:
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def _children() -> list[int]:
+    """The pids of our live child processes, from /proc (whose pids no one told us)."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last ')'
+        after = stat[stat.rfind(")") + 1:].split()
+        if len(after) > 1 and after[1] == str(me):
+            found.append(int(entry.name))
+    return found
+
+
+def _end_children() -> None:
+    """Kill every child process and its process group, and reap it."""
+    for pid in _children():
+        _kill_group(pid)  # a rank leads its own session
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)  # one forked a moment ago that has not made it yet
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 def _signal(proc: Proc, sig: int, *, group: bool) -> None:

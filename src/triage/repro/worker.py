@@ -1,7 +1,7 @@
 """One rank of a repro run: comm_init, operator_load and execution, each under its deadline.
 
 A rank is always a child of a process that outlives it: the standalone coordinator, or under
-torchrun, srun or mpirun the `triage repro` process the launcher started (launched.py). That parent
+torchrun, srun or mpirun the `triage repro` process the launcher started (under_launcher.py). That parent
 hosts (or reaches) the TCPStore the ranks meet at, so that results travel through the store, not
 through a collective that a dying peer could break. Everything the diagnosis needs is written, line
 by line, to `<log_dir>/rank<R>.log`.
@@ -30,7 +30,7 @@ from torch.distributed import PrefixStore, Store, TCPStore  # type: ignore[attr-
 
 from triage.repro import bandwidth, findings, transport, verify
 from triage.repro.inject import Injector
-from triage.repro.launch import RankEnv
+from triage.repro.launcher_env import RankEnv
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions, format_size
 from triage.repro.protocol import (
@@ -413,7 +413,7 @@ class Rank:
 
 
 def main() -> NoReturn:
-    """Entry of a rank, forked by the zygote for its parent (the coordinator or a launched process)."""
+    """Entry of a rank, forked for its parent (the coordinator, or under a launcher its supervisor)."""
     # The rank ends when it is orphaned: its parent is the zygote, then the coordinator.
     parents = {os.getppid(), int(os.environ[ENV_PARENT])}
     opts = ReproOptions.from_json(os.environ[ENV_OPTIONS])

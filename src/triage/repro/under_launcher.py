@@ -1,4 +1,7 @@
-"""Under torchrun, srun or mpirun: each launched process supervises its rank; rank 0's reports.
+"""Launcher mode: under torchrun, srun or mpirun, each process supervises one rank; rank 0's reports.
+
+Standalone mode (coordinator.py) starts every rank itself; here an external launcher has started
+one `triage repro` process per rank, and launcher_env.py has read who this one is.
 
 Each process the launcher starts is one rank's *supervisor*: it starts the rank (worker.py, forked
 by the zygote as in standalone mode), follows it, and outlives it. Whatever ends the rank (a crash,
@@ -33,7 +36,7 @@ from typing import Any, TextIO
 from triage import exitcodes
 from triage.repro import store as stores
 from triage.repro.coordinator import Outcome, phase_rows, rank_extra_env
-from triage.repro.launch import RankEnv
+from triage.repro.launcher_env import RankEnv
 from triage.repro.logfile import LineLog, stamp
 from triage.repro.options import ReproOptions
 from triage.repro.protocol import PHASES
@@ -97,7 +100,7 @@ class RecordingLog(LineLog):
 
 
 @dataclass
-class Launched:
+class Supervisor:
     """One supervisor: its rank, the store, the log folder, what it saw."""
 
     opts: ReproOptions
@@ -357,30 +360,30 @@ def new_run(opts: ReproOptions, env: RankEnv, log: RecordingLog) -> Run:
     return Run(opts=opts, envs=[env], log=log, extra_env=rank_extra_env(opts))
 
 
-def run(launched: Launched, log: RecordingLog, deliver: Deliver) -> int:
+def run(supervisor: Supervisor, log: RecordingLog, deliver: Deliver) -> int:
     """Supervise this rank; then rank 0 gathers and delivers the verdict, the others wait for it."""
     try:
-        proc = launched.supervise_rank()
+        proc = supervisor.supervise_rank()
     except SpawnError as exc:
-        log.line(f"rank {launched.env.rank}: {exc}")
-        proc = Proc(launched.env.rank, 0, 0, -1, launched.log_dir / f"rank{launched.env.rank}.log", 0.0,
+        log.line(f"rank {supervisor.env.rank}: {exc}")
+        proc = Proc(supervisor.env.rank, 0, 0, -1, supervisor.log_dir / f"rank{supervisor.env.rank}.log", 0.0,
                     died="comm_init")
-    mine = launched.post_done(proc, log)
-    if launched.env.rank == 0:
-        everyone = launched.gather(mine, log)
+    mine = supervisor.post_done(proc, log)
+    if supervisor.env.rank == 0:
+        everyone = supervisor.gather(mine, log)
         code = exitcodes.USAGE_OR_INPUT_ERROR  # the contract's code for an internal error
         try:
-            code = deliver(launched.outcome(everyone), launched.log_dir)
+            code = deliver(supervisor.outcome(everyone), supervisor.log_dir)
         finally:
-            launched.announce(code)  # the others must not wait for a verdict that will not come
+            supervisor.announce(code)  # the others must not wait for a verdict that will not come
         return code
-    code_or_none = launched.await_report()
+    code_or_none = supervisor.await_report()
     if code_or_none is not None:
         return code_or_none
-    if launched.env.local_rank != 0:
+    if supervisor.env.local_rank != 0:
         return 1
     # No verdict from rank 0: this node's local rank 0 speaks for what its node saw.
-    log.line(f"rank 0 gave no verdict (its node, or its process, is gone); host {launched.host} reports "
+    log.line(f"rank 0 gave no verdict (its node, or its process, is gone); host {supervisor.host} reports "
              "what it saw")
-    everyone = [mine, *launched.peers_done.values()]
-    return deliver(launched.outcome(everyone), launched.log_dir)
+    everyone = [mine, *supervisor.peers_done.values()]
+    return deliver(supervisor.outcome(everyone), supervisor.log_dir)

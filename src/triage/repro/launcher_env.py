@@ -1,9 +1,10 @@
-"""Where this process stands: one rank under a launcher (torchrun, srun, mpirun) or standalone.
+"""Who this process is: one rank under a launcher (torchrun, srun, mpirun), or standalone.
 
 Launchers tell each process who it is through the environment. torchrun (and anything that sets
 the same variables) gives RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; srun gives
 SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID; Open MPI gives OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK and
-MPICH/Intel MPI PMI_RANK/PMI_SIZE. Without any of them, `triage repro` launches its own ranks.
+MPICH/Intel MPI PMI_RANK/PMI_SIZE. Without any of them, `triage repro` launches its own ranks
+(coordinator.py); with one, this process supervises its rank (under_launcher.py).
 """
 
 from __future__ import annotations
