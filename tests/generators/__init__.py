@@ -7,6 +7,8 @@
 - ``make_synthetic``, ``make_ascend``, ``make_ras``: write (or ``--check``) the ``nccl*``/``big-*``,
   ``ascend-*`` and ``ras-*`` bundles under ``tests/fixtures/`` byte for byte; ``make_real`` runs
   real torchrun + gloo jobs (``real_job.py``) for the ``real-*`` and ``partial-*`` bundles.
+- ``synthetic_specs``, ``ras_bundles``, ``real_bundles``: what those makers write (the bundles'
+  specs, builders and tables); ``bundle_cli``: the command line the makers share.
 
 The tests import this package as ``generators`` (``pythonpath = ["tests"]`` in pyproject.toml's
 pytest options).  Run a script as a module from ``tests/``, or with ``PYTHONPATH=tests`` from the
