@@ -140,6 +140,10 @@ def event_to_json(event: Event, source: str) -> dict[str, Any]:
         doc["family"] = event.family
     if event.category is not None:
         doc["category"] = event.category.value
+    if event.count != 1:  # identical events of the source folded into this one
+        doc["count"] = event.count
+    if event.last_line is not None:
+        doc["last_line"] = event.last_line
     return doc
 
 
@@ -354,6 +358,9 @@ def event_from_json(doc: Any, source: str, what: str = "event") -> Event:
     category = _str(doc, "category", what, optional=True)
     where = _str(doc, "evidence_source", what, optional=True)
     fields = _mapping(doc.get("fields"), f"{what}.fields")
+    count = _int(doc, "count", what, default=1)
+    if count < 1:
+        raise Malformed(f"{what}.count: a whole number >= 1 expected, not 0")
     return Event(
         rule_id=rule,
         kind=_enum(Kind, doc.get("kind"), f"{what}.kind"),
@@ -368,6 +375,8 @@ def event_from_json(doc: Any, source: str, what: str = "event") -> Event:
         time_has_year=has_year,
         family=_str(doc, "family", what, optional=True) or "",
         category=_enum(Category, category, f"{what}.category") if category is not None else None,
+        count=count,
+        last_line=_int(doc, "last_line", what, default=None),
     )
 
 

@@ -256,7 +256,7 @@ def validate(data: Any, path: Path, *, schema: bool = True) -> list[str]:
     sources = [("regex", data["regex"])]
     sources += [("block field", p) for p in (data.get("block") or {}).get("fields", ())]
     compiled = [(where, _compile(source)) for where, source in sources]
-    broken = [f"{where} does not compile: {c}" for where, c in compiled if isinstance(c, str)]
+    broken = [f"{where} {c}" for where, c in compiled if isinstance(c, str)]
     if broken:
         return problems + broken
     groups = [name for _, c in compiled if not isinstance(c, str) for name in c.groupindex]
@@ -280,11 +280,79 @@ def validate(data: Any, path: Path, *, schema: bool = True) -> list[str]:
 
 
 def _compile(source: str) -> regex.Pattern[str] | str:
-    """The compiled pattern, or why it does not compile."""
+    """The compiled pattern, or why it is not compiled (too large, or not a valid regex)."""
+    if isinstance(source, str) and (why := pattern_too_large(source)) is not None:
+        return f"is refused, {why}"
     try:
         return regex.compile(source)
     except (regex.error, TypeError) as exc:
-        return str(exc)
+        return f"does not compile: {exc}"
+
+
+# What a rule's regex may cost to compile. The regex engine expands a counted repeat into copies
+# of what it repeats: `(a{1000000})` takes gigabytes while compiling. A rule's pattern is bounded
+# before it is compiled (built-in rules: under 1,000 characters, counts up to 400).
+MAX_PATTERN_CHARS = 16 << 10
+MAX_REPEAT = 10_000  # one counted repeat's bound
+MAX_EXPANDED = 100_000  # atoms once every counted repeat is expanded (nested ones multiply)
+_COUNTED = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+
+
+def pattern_too_large(source: str) -> str | None:
+    """Why a pattern is too large to compile safely, in words; None when it is not.
+
+    The expanded size is over-estimated in one pass: every atom (a character, an escape, a class)
+    counts 1, a group the sum of its parts, a counted repeat multiplies what it follows by its
+    largest count (`{m}`, `{m,n}`, `{m,}`); alternatives add up."""
+    if len(source) > MAX_PATTERN_CHARS:
+        return f"{len(source)} characters long (at most {MAX_PATTERN_CHARS} are compiled)"
+    stack: list[int] = [0]  # the size of each open group so far
+    last = 0  # the size of the atom or group just read (what a repeat applies to)
+    at = 0
+    while at < len(source):
+        char = source[at]
+        if char == "\\":
+            at, last = at + 2, 1
+        elif char == "[":
+            at, last = _class_end(source, at), 1
+        elif char == "(":
+            stack.append(0)
+            at, last = at + 1, 0
+            continue
+        elif char == ")" and len(stack) > 1:
+            last = stack.pop()
+            at += 1
+        elif char == "{" and (m := _COUNTED.match(source, at)) and (m[1] or m[2]):
+            count = max(int(m[1] or 0), int(m[2] or 0)) if max(len(m[1]), len(m[2] or "")) <= 9 else MAX_REPEAT + 1
+            if count > MAX_REPEAT:
+                return f"a counted repeat {m[0]} is above {MAX_REPEAT:,} (compiling it could take gigabytes)"
+            stack[-1] += last * (count - 1)  # `last` is already counted once
+            last *= count
+            at = m.end()
+            if stack[-1] > MAX_EXPANDED:
+                break
+            continue
+        else:
+            at, last = at + 1, 1
+        stack[-1] += last
+        if stack[-1] > MAX_EXPANDED:
+            break
+    if max(stack) > MAX_EXPANDED:
+        return (f"its counted repeats expand it to more than {MAX_EXPANDED:,} elements "
+                "(nested repeats multiply; compiling it could take gigabytes)")
+    return None
+
+
+def _class_end(source: str, at: int) -> int:
+    """Where the character class opening at `at` ends (past its `]`)."""
+    at += 1
+    if source[at:at + 1] == "^":
+        at += 1
+    if source[at:at + 1] == "]":
+        at += 1  # a `]` first in a class is a character
+    while at < len(source) and source[at] != "]":
+        at += 2 if source[at] == "\\" else 1
+    return at + 1
 
 
 def template_problems(message: str, groups: set[str]) -> list[str]:

@@ -130,19 +130,55 @@ def _peek(fileobj: IO[bytes], size: int = 512) -> tuple[IO[bytes], bytes]:
     return cast(IO[bytes], peekable), head
 
 
+class _Damaged(io.RawIOBase):
+    """A decompressor's stream whose own errors (zstd's ZstdError, a damaged deflate, bz2 or xz
+    stream, whatever a decompressor raises on bad input) read as the input error they are: an
+    OSError naming the format, so a damaged file is one skipped source, never the end of the run."""
+
+    def __init__(self, kind: str, inner: IO[bytes], errors: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.kind, self.inner, self.errors = kind, inner, errors
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            inner: Any = self.inner
+            data = inner.read1(len(buffer)) if hasattr(inner, "read1") else inner.read(len(buffer))
+        except READ_ERRORS + self.errors as exc:
+            raise OSError(f"damaged {self.kind} data: {_reason(exc)}") from exc
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        except READ_ERRORS + self.errors:
+            pass
+        super().close()
+
+
 def _decompress(kind: str, fileobj: IO[bytes]) -> IO[bytes]:
+    errors: tuple[type[BaseException], ...] = ()
+    inner: IO[bytes]
     if kind == "gzip":
-        return cast(IO[bytes], gzip.GzipFile(fileobj=fileobj, mode="rb"))
-    if kind == "bz2":
-        return cast(IO[bytes], bz2.BZ2File(fileobj, mode="rb"))
-    if kind == "xz":
-        return cast(IO[bytes], lzma.LZMAFile(fileobj, mode="rb"))
-    try:
-        import zstandard  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise OSError("zstd-compressed; install the zstd extra: pip install 'triage[zstd]'") from None
-    reader: IO[bytes] = zstandard.ZstdDecompressor().stream_reader(fileobj, read_across_frames=True)
-    return reader
+        inner = cast(IO[bytes], gzip.GzipFile(fileobj=fileobj, mode="rb"))
+    elif kind == "bz2":
+        inner = cast(IO[bytes], bz2.BZ2File(fileobj, mode="rb"))
+    elif kind == "xz":
+        inner = cast(IO[bytes], lzma.LZMAFile(fileobj, mode="rb"))  # noqa: SIM115 (closed with its reader)
+    else:
+        try:
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise OSError("zstd-compressed; install the zstd extra: pip install 'triage[zstd]'") from None
+        errors = (zstandard.ZstdError,)
+        try:
+            inner = zstandard.ZstdDecompressor().stream_reader(fileobj, read_across_frames=True)
+        except errors as exc:
+            raise OSError(f"damaged zstd data: {_reason(exc)}") from exc
+    return cast(IO[bytes], io.BufferedReader(_Damaged(kind, inner, errors), buffer_size=CHUNK))
 
 
 def display_name(name: str) -> str:
@@ -270,7 +306,9 @@ def read_chunks(stream: Stream) -> Iterator[bytes]:
             raise OSError(f"more than {MAX_MEMBER_BYTES >> 30} GiB once decompressed: cut")
         if budget is not None and (cut := budget.spend(len(chunk))) is not None:
             stream.notes.append(cut)  # what was read is kept; the rest is not read
-            yield chunk
+            # Up to its last whole line: the line the cut falls in is not read as a line of its
+            # own (a crash loop's error line cut in two would read as another error).
+            yield chunk[:chunk.rfind(b"\n") + 1]
             return
         yield chunk
 

@@ -83,7 +83,7 @@ _PG_PREFIX_RE = r"(?:\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*)?"
 _PG_PREFIX = regex.compile(r"^\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*")
 # CANN `[ERROR] HCCL(pid,name):ts [file:line][tid]msg`; MindSpore's glog envelope `[ERROR] DEVICE(pid,tid,python):ts
 # [mindspore/…/file.cc:line] Function] msg` and its Python logger's `[ERROR] ME(pid:thread,MainProcess):ts
-# [mindspore/…/file.py:line] msg` (formats.md §5.2, §5.10): the MindSpore function name is envelope too.
+# [mindspore/…/file.py:line] msg` (docs/formats.md §5.2, §5.10): the MindSpore function name is envelope too.
 _CANN = regex.compile(
     r"^\[(?P<level>[A-Z]+)\]\s?(?P<module>[A-Z][A-Z0-9_]*)\(\d+[,:][^)]*\):\s?"
     r"\d{4}-\d\d-\d\d[-\s]\d\d:\d\d:\d\d(?:\.\d+)*\s?"

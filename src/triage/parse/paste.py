@@ -4,7 +4,14 @@ People share logs in issues and chats: every line quoted (`> `) or indented, and
 at a fixed width (80, 100 …) with the prefix repeated on each piece. Rules look for whole
 messages, so such a source is first put back together: the prefix is dropped, and a line that
 fills the width exactly is glued to the next one. Only sources that look like that (nearly every
-line carrying the same prefix, or many lines of one exact maximal width) are touched.
+line carrying the same prefix, or many lines of one exact maximal width that go on, on the next
+line, mid-message) are touched.
+
+Equal widths alone do not make a paste: a crash loop prints one line of one length a million times,
+and a fixed-width table or a progress line prints many of one length. A cut piece is followed by
+the rest of its message, which does not begin the way a log line of that writer begins; the next
+line after a whole line does. So the lines after the full-width ones must mostly not begin like
+them (by their first characters, digits ignored: timestamps and counters change).
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ _PREFIXES = ("> ", ">", "| ", "    ", "\t")
 _MIN_LINES = 8
 _SAMPLE = 200  # lines of the head looked at
 _MIN_WIDTH, _MAX_WIDTH = 60, 240
+_ENVELOPE = 12  # characters that begin a log line the same way for one writer (digits aside)
+_DIGITS = str.maketrans("0123456789", "0000000000")
+# A line glued from more pieces than this is emitted as it is (a long run of full-width lines is
+# not one message): what rules see of a line is cut at 16 KiB anyway, and gluing stays linear.
+MAX_JOINED = 16 << 10
 
 
 @dataclass(frozen=True)
@@ -48,47 +60,71 @@ def detect(head: str) -> Paste | None:
     width = None
     lengths = Counter(len(line) for line in nonblank)
     widest = max(lengths)
-    # Hard-wrapped text has many lines of exactly the widest length, and none longer.
-    if _MIN_WIDTH <= widest <= _MAX_WIDTH and lengths[widest] >= max(3, 0.15 * len(nonblank)):
+    # Hard-wrapped text has many lines of exactly the widest length, and none longer, each but the
+    # last piece of a message followed by the rest of it.
+    if (_MIN_WIDTH <= widest <= _MAX_WIDTH and lengths[widest] >= max(3, 0.15 * len(nonblank))
+            and _cut_pieces(nonblank, widest, prefix) >= max(3, 0.5 * lengths[widest])):
         width = widest
     if not prefix and width is None:
         return None
     return Paste(prefix=prefix, width=width)
 
 
+def _cut_pieces(lines: list[str], width: int, prefix: str) -> int:
+    """How many full-width lines are followed by a line that does not begin the way they do (a
+    piece of one message cut at `width`, not a whole line that happens to be that long)."""
+    def envelope(line: str) -> str:
+        return line[len(prefix):len(prefix) + _ENVELOPE].translate(_DIGITS)
+
+    full = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
+    if len({lines[i] for i in full}) < 2:
+        return 0  # one line repeated is a crash loop, not a paste
+    return sum(envelope(lines[i + 1]) != envelope(lines[i]) for i in full)
+
+
 def unwrap(texts: Iterable[str], paste: Paste) -> Iterator[str]:
     """The text with the paste undone, line by line (pieces of any size in, whole lines out)."""
     carry = ""
-    pending: str | None = None  # a full-width line waiting for its continuation
+    pending = _Pending()  # full-width pieces waiting for their continuation
     for piece in texts:
-        carry += piece
-        lines = carry.split("\n")
-        carry = lines.pop()
+        lines = (carry + piece).split("\n")
+        carry = lines.pop()[:MAX_JOINED + 1]  # a line without end is cut, as the scan cuts it
         out: list[str] = []
         for line in lines:
-            pending = _add(line, pending, paste, out)
+            _add(line, pending, paste, out)
         if out:
             yield "".join(out)
+    out = []
     if carry:
-        out = []
-        pending = _add(carry, pending, paste, out)
-    else:
-        out = []
-    if pending is not None:
-        out.append(pending + "\n")
+        _add(carry, pending, paste, out)
+    if pending.pieces:
+        out.append(pending.flush() + "\n")
     if out:
         yield "".join(out)
 
 
-def _add(raw: str, pending: str | None, paste: Paste, out: list[str]) -> str | None:
+class _Pending:
+    """The pieces of a line being glued back, joined once it is whole (linear in its length)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.size = 0
+
+    def flush(self) -> str:
+        text = "".join(self.pieces)
+        self.pieces, self.size = [], 0
+        return text
+
+
+def _add(raw: str, pending: _Pending, paste: Paste, out: list[str]) -> None:
     line = raw.rstrip("\r")
     full = paste.width is not None and len(line) == paste.width
     if paste.prefix and line.startswith(paste.prefix):
         line = line[len(paste.prefix):]
     elif paste.prefix.strip() and line.startswith(paste.prefix.strip()):
         line = line[len(paste.prefix.strip()):]
-    text = line if pending is None else pending + line
-    if full:
-        return text  # cut here: the rest of it is on the next line
-    out.append(text + "\n")
-    return None
+    pending.pieces.append(line)
+    pending.size += len(line)
+    if full and pending.size < MAX_JOINED:
+        return  # cut here: the rest of it is on the next line
+    out.append(pending.flush() + "\n")

@@ -1,6 +1,6 @@
 """HCCL's rank table (RANK_TABLE_FILE): which rank is which device of which server.
 
-A JSON file (formats.md §5.5), pretty-printed more often than not, with each server's id after its
+A JSON file (docs/formats.md §5.5), pretty-printed more often than not, with each server's id after its
 device list, so no line rule can read it:
 
   {"server_count": "1", "server_list": [{"device": [{"device_id": "6", "device_ip": "192.168.102.112",

@@ -21,40 +21,29 @@ from dataclasses import dataclass, field, replace
 
 import regex
 
-from triage.model import Event, Evidence, Identity, Kind, Phase
-from triage.parse.clock import parse_time
+from triage.model import Event, Evidence, Identity
+from triage.parse import events as make
 from triage.parse.marks import (
     MARKER_LITERALS,
     MARKER_SHAPES,
     TRACEBACK,
-    UNEXPLAINED_RULE_ID,
     Mark,
     classify,
     exception_end,
-    signature,
 )
 from triage.parse.needles import LiteralFinder, literal_finder
 from triage.parse.prefix import Peeled, clean, peel
-from triage.rules import MATCH_TIMEOUT_S, Rule, event_phase
+from triage.parse.repeats import Repeats
+from triage.rules import MATCH_TIMEOUT_S, Rule
 
 MAX_LINE = 16 << 10  # longer lines are cut before any regex sees them
 _JOIN_LINES = 2  # a hard-wrapped line is tried joined with up to this many following lines
 _TRACEBACK_LINES = 200  # how far after `Traceback (most recent call last):` its last line is sought
 _TRACEBACK_STRAYS = 3  # unindented lines of the same writer passed over before giving up on it
-_MAX_MESSAGE = 500  # an unexplained line's message is cut to this many characters
 # Regex time one source may spend. Past it, the rules that spent the most (a catastrophic user
 # regex) are dropped for the rest of that source, which is reported; the cheap rules go on.
 REGEX_BUDGET_S = 5.0
 _HEAVY_SHARE = 0.1  # a rule that spent this share of the budget is one that spent the most
-
-# Writer identity that the line itself carries after the launcher prefixes.
-NCCL_WRITER = regex.compile(
-    r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ (?:\[\d+\] )?\S"
-)
-# CANN `[ERROR] HCCL(pid,name):`, MindSpore C++ `[ERROR] DEVICE(pid,tid,python):` and MindSpore's Python
-# logger `[ERROR] ME(pid:thread,MainProcess):` (mindspore/log.py): the first number is the writer's pid.
-_HCCL_WRITER = regex.compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+)[,:]")
-
 
 @dataclass
 class Matcher:
@@ -101,6 +90,7 @@ class RegexBudget:
     dropped: set[str] = field(default_factory=set)
     line: int = 0  # the line being scanned
     exceeded_at: int | None = None
+    timeouts: int = 0  # searches cut by MATCH_TIMEOUT_S: they decided nothing
 
     def search(self, rule: Rule, pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
         if rule.id in self.dropped:
@@ -109,6 +99,7 @@ class RegexBudget:
         try:
             return pattern.search(text, timeout=MATCH_TIMEOUT_S)
         except TimeoutError:
+            self.timeouts += 1
             return None
         finally:
             took = time.perf_counter() - began
@@ -185,6 +176,7 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
     carry = ""
     line_no = 1  # number of the first line of the buffer
     handled: set[int] = set()  # starts of carried lines already explained or marked
+    repeats = Repeats()  # a crash loop's copies of one line: counted, not kept (triage.parse.repeats)
     pieces = iter(texts)
     piece = next(pieces, None)
     ended = False
@@ -220,13 +212,14 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
         token = _BUDGET.set(stats.budget)
         try:
             stop, events, newlines = _scan_buffer(matcher, source, base, buffer, cut, line_no, ended,
-                                                  handled)
+                                                  handled, repeats)
             # Line numbers below are counted back from `stop`: one pass over the buffer is enough.
             stop_line = line_no + newlines
             events += _last_lines(matcher, source, base, buffer, stop, stop_line, handled)
         finally:
             _BUDGET.reset(token)
-        yield from events
+        repeats.frozen = repeats.frozen or bool(stats.budget.dropped)
+        yield from repeats.fold(events)
         handled = {at - stop for at in handled if at >= stop}
         _note_last_line(buffer, stop, stop_line, stats)
         line_no = stop_line
@@ -248,7 +241,8 @@ def _note_last_line(buffer: str, stop: int, stop_line: int, stats: ScanStats) ->
 
 
 def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut: int,
-                 first_line: int, ended: bool, handled: set[int]) -> tuple[int, list[Event], int]:
+                 first_line: int, ended: bool, handled: set[int],
+                 repeats: Repeats) -> tuple[int, list[Event], int]:
     """Scan buffer[:cut] (whole lines); return where scanning stopped, the events found and the
     number of newlines before where it stopped.
 
@@ -256,30 +250,54 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
     than the buffer holds (or a traceback's last line lies beyond it): those lines are carried
     into the next round. `handled` holds the starts of lines that a rule's block or a hard-wrap
     join consumed, or that were already marked unexplained: no unexplained event comes from them.
+    A line seen before whose events its text alone decides is counted on them (`repeats`).
     """
     events: list[Event] = []
     counted_to, line_no = 0, first_line
     budget = _BUDGET.get()
     tail = cut if ended else _tail_start(buffer, cut, max(matcher.max_block, _JOIN_LINES))
+
+    def context(end: int) -> str | None:
+        """The text of the lines a failed join read after the line ending at `end` (the
+        _JOIN_LINES next ones); None where they are not all read yet."""
+        last = end
+        for _ in range(_JOIN_LINES):
+            if last + 1 >= cut:
+                return buffer[end + 1:cut] if ended else None
+            last = buffer.find("\n", last + 1)
+        return buffer[end + 1:last]
+
     for start in matcher.finder.line_starts(buffer, cut):
         end = buffer.find("\n", start)
         if end < 0:
             end = len(buffer)
         line = buffer[start:end][:MAX_LINE]
-        rules = matcher.candidates(line)
         line_no += buffer.count("\n", counted_to, start)
         counted_to = start
+        if repeats.again(line, line_no, start, handled, end, context):
+            continue
+        rules = matcher.candidates(line)
         if budget is not None:
             budget.line = line_no  # where the budget ran out, if it does here
         if end + 1 > tail and _needs_following(rules, line):
             return start, events, line_no - first_line
         peeled = peel(line)
-        found = _match_line(rules, source, base, buffer, start, end, line_no, handled, peeled) if rules else []
-        if not found and start not in handled:
+        timeouts = budget.timeouts if budget is not None else 0
+        decided: list[str] = []  # per rule: what decided it (see _match_line)
+        found = (_match_line(rules, source, base, buffer, start, end, line_no, handled, peeled, decided)
+                 if rules else [])
+        if budget is not None and budget.timeouts != timeouts:
+            decided.append("near")  # a search cut short decided nothing: not remembered
+        if found and "near" not in decided:
+            _remember(repeats, line, found, False, context(end) if "next" in decided else False)
+        elif not found and start not in handled:
+            alone: list[bool] = []
             opened = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled,
-                                 cut, ended)
+                                 cut, ended, alone)
             if opened is None:  # a traceback whose last line is not in the buffer yet
                 return start, events, line_no - first_line
+            if alone and "near" not in decided:
+                _remember(repeats, line, opened, True, context(end) if decided else False)
             found = opened
         events.extend(found)
     return cut, events, line_no - first_line + buffer.count("\n", counted_to, cut)
@@ -287,6 +305,14 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
 
 _LAST_LINE_TRIES = 64  # lines holding a literal but not matching, tried before giving up
 _LAST_LINE_WRITERS = 256  # in a file that interleaves workers, matches looked at for more writers
+
+
+def _remember(repeats: Repeats, line: str, events: list[Event], open_world: bool,
+              after: str | bool | None) -> None:
+    """`after`: the text of the lines after it that decided too; False where none did, None
+    where they are not all read yet (then the line is not remembered)."""
+    if after is not None:
+        repeats.remember(line, events, open_world, after)
 
 
 def _last_lines(matcher: Matcher, source: str, base: Identity, buffer: str, stop: int,
@@ -364,27 +390,38 @@ def _following_at(buffer: str, end: int, count: int, limit: int = -1) -> list[tu
 
 
 def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, start: int,
-                end: int, line_no: int, consumed: set[int], peeled: Peeled | None = None) -> list[Event]:
-    """The rules' events on one line; adds to `consumed` the following lines they used."""
+                end: int, line_no: int, consumed: set[int], peeled: Peeled | None = None,
+                decided: list[str] | None = None) -> list[Event]:
+    """The rules' events on one line; adds to `consumed` the following lines they used, and to
+    `decided`, per rule, what decided it: the line `alone`, the line and the `next` lines' text (a
+    join tried in vain), or lines `near` it where they are (a join that matched, a block)."""
     raw = buffer[start:end][:MAX_LINE]
     peeled = peeled or peel(raw)
     text = peeled.text
     found: list[Event] = []
+    extras: list[tuple[int, str]] | None = None  # the next lines, peeled once for every rule
     for rule in rules:
         match = _search(rule, text)
         joined_text = text
         joined: list[int] = []
+        if decided is not None:
+            decided.append("near" if rule.block else "alone" if match else "next")
         if match is None:
             # A hard-wrapped line: try it glued to the next ones from the same writer.
-            for at, extra in _following_at(buffer, end, _JOIN_LINES):
-                joined_text += peel(extra[:MAX_LINE]).text
+            if extras is None:
+                extras = [(at, peel(extra[:MAX_LINE]).text) for at, extra in
+                          _following_at(buffer, end, _JOIN_LINES)]
+            for at, extra in extras:
+                joined_text += extra
                 joined.append(at)
                 if (match := _search(rule, joined_text)) is not None:
+                    if decided is not None:
+                        decided[-1] = "near"
                     break
             if match is None:
                 continue
         fields = {k: v for k, v in match.groupdict().items() if v is not None}
-        if _absurd(fields):
+        if make.absurd(fields):
             continue
         consumed.update(joined)
         cited = (line_no, raw)
@@ -392,9 +429,9 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
             following = _following_at(buffer, end, rule.block.lines)
             fields.update(_block_fields(rule, following, consumed))
             cited = _cited_line(rule, following, line_no) or cited
-            if _absurd(fields):
+            if make.absurd(fields):
                 continue
-        event = _event(rule, source, base, peeled.identity, raw, line_no, text, fields)
+        event = make.event(rule, source, base, peeled.identity, raw, line_no, text, fields)
         if cited[0] != line_no:  # the line that shows the failure, not the record's first
             event.evidence = Evidence(source, cited[0], cited[1].strip()[:300], rule_id=rule.id)
         found.append(event)
@@ -427,12 +464,13 @@ def _block_fields(rule: Rule, lines: list[tuple[int, str]], consumed: set[int]) 
 
 
 def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, start: int, end: int,
-                line_no: int, handled: set[int], peeled: Peeled, cut: int, ended: bool
-                ) -> list[Event] | None:
+                line_no: int, handled: set[int], peeled: Peeled, cut: int, ended: bool,
+                direct: list[bool] | None = None) -> list[Event] | None:
     """An UNEXPLAINED event for a line that its format marks as an error and no rule explained.
 
     None: the line opens a traceback whose last line may lie beyond buffer[:cut] (whole lines), and
-    more text is coming.
+    more text is coming. `direct` gets True when the line's text alone decided (no traceback, no
+    record read on).
     """
     raw = buffer[start:end][:MAX_LINE]
     text = peeled.text
@@ -440,6 +478,8 @@ def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, star
         return _traceback_end(matcher, source, base, buffer, end, line_no, peeled.text, peeled.identity,
                               handled, cut, ended)
     mark = classify(text)
+    if direct is not None and (mark is None or not _record_head(mark)):
+        direct.append(True)
     if mark is None:
         return []
     if _record_head(mark):
@@ -449,7 +489,7 @@ def _open_world(matcher: Matcher, source: str, base: Identity, buffer: str, star
             return []  # a rule knows the record
         mark = replace(mark, message=more)
     handled.add(start)
-    return [_unexplained(mark, source, base, peeled.identity, raw, line_no, text)]
+    return [make.unexplained(mark, source, base, peeled.identity, raw, line_no, text)]
 
 
 def _record_head(mark: Mark) -> bool:
@@ -516,72 +556,7 @@ def _traceback_end(matcher: Matcher, source: str, base: Identity, buffer: str, e
         if rules and _match_line(rules, source, base, buffer, at, nxt, line_no + offset, set()):
             return []  # a rule knows it: the line's own visit reports it
         handled.add(at)
-        return [_unexplained(mark, source, base, who, raw[:MAX_LINE], line_no + offset, text)]
+        return [make.unexplained(mark, source, base, who, raw[:MAX_LINE], line_no + offset, text)]
     if not ended and len(lines) < _TRACEBACK_LINES:
         return None  # the buffer ended first: decide when more has been read
     return []
-
-
-def _writer(identity: Identity, text: str) -> Identity:
-    """Who wrote the line, from what its own envelope says (NCCL host:pid:tid, CANN pid)."""
-    if " NCCL " in text and (m := NCCL_WRITER.match(text)):
-        identity.host = identity.host or m["host"]
-        identity.pid = identity.pid or int(m["pid"])
-        identity.learnt_from.setdefault("host", "NCCL line prefix")
-        identity.learnt_from.setdefault("pid", "NCCL line prefix")
-    elif text[:1] == "[" and (m := _HCCL_WRITER.match(text)):
-        identity.pid = identity.pid or int(m["pid"])
-        identity.learnt_from.setdefault("pid", "CANN log line")
-    return identity
-
-
-def _unexplained(mark: Mark, source: str, base: Identity, line_identity: Identity, raw: str,
-                 line_no: int, text: str) -> Event:
-    identity = _writer(line_identity, text)
-    when = parse_time(text)
-    message = mark.message.strip()[:_MAX_MESSAGE]
-    return Event(
-        rule_id=UNEXPLAINED_RULE_ID,
-        kind=Kind.UNEXPLAINED,
-        phase=Phase.UNKNOWN,
-        severity="error",
-        message=message,
-        identity=identity.merged_over(base),
-        evidence=Evidence(source, line_no, clean(raw), rule_id=UNEXPLAINED_RULE_ID),
-        fields={"marker": mark.marker, "signature": signature(message), "error": message},
-        time=when[0] if when else None,
-        time_has_year=when[1] if when else True,
-        family=mark.family,
-    )
-
-
-# A number no log means: longer than any rank, pid, count or time. Python refuses to read one of
-# over 4,300 digits (int() raises), and none of them can be a size either.
-_HUGE_NUMBER = regex.compile(r"-?\d{31,}")
-
-
-def _absurd(fields: dict[str, str]) -> bool:
-    """A field no line of the rule's format can hold (a number of 31 digits or more): the rule
-    does not explain the line (what reads its fields may count on each one being there)."""
-    return any(len(v) >= 31 and _HUGE_NUMBER.fullmatch(v) for v in fields.values())
-
-
-def _event(rule: Rule, source: str, base: Identity, line_identity: Identity, raw: str,
-           line_no: int, text: str, fields: dict[str, str]) -> Event:
-    identity = _writer(line_identity, text)
-    when = parse_time(fields["time"]) if "time" in fields else None
-    when = when or parse_time(text)
-    return Event(
-        rule_id=rule.id,
-        kind=rule.kind,
-        phase=event_phase(rule, fields.get("phase")),
-        severity=rule.severity,
-        message=rule.render(fields),
-        identity=identity.merged_over(base),
-        evidence=Evidence(source, line_no, clean(raw), rule_id=rule.id),
-        fields=fields,
-        time=when[0] if when else None,
-        time_has_year=when[1] if when else True,
-        family=rule.family,
-        category=rule.category,
-    )

@@ -2,7 +2,9 @@
 
 A formatter lays out a `ReportView` (views.py derives it once from the Report) and can also say that
 the analysis failed, so a CI step gets each report file it asked for even when the input was bad.
-To add a format: write its module with a `FORMATTER`, and add it to `REGISTRY` in `report/__init__.py`.
+To add a format: write its module `report/<name>.py` with a `FORMATTER`; then, in `report/__init__.py`,
+add its name to `FORMATS` and its module to the import list and the tuple in `_registry()`, in the
+same place in both (`_registry()` refuses to build when the two orders differ).
 """
 
 from __future__ import annotations

@@ -407,6 +407,9 @@ def _evidence(view: ReportView) -> str:
     for n, f in enumerate(view.findings):
         rule = f'<span class="tag">rule <code>{_e(f.rule_id)}</code></span>' if f.rule_id else ""
         against = f'<span class="tag">against {_e(f.culprit)}</span>'
+        if f.repeats:
+            against += (f'<span class="tag" title="{_e(f.repeats)}">\u00d7{f.count:,} '
+                        f'(lines {f.evidence.line}\u2013{f.last_line})</span>')
         out.append(f'<li id="ev-{n}"><code>{_e(f.location.label)}</code>{rule}{against}'
                    f"<pre>{_e(_clip(f.evidence.text))}</pre></li>")
     out.append("</ol>")

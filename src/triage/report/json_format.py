@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from triage.model import Culprit, Evidence, Hypothesis, Report, Unexplained
-from triage.report.views import ReportView
+from triage.model import Culprit, Event, Evidence, Hypothesis, Report, Unexplained
+from triage.report.views import ReportView, repeated
 from triage.unexplained import format_time, rule_command
 
 SCHEMA_VERSION = 1
@@ -15,6 +15,7 @@ SCHEMA_VERSION = 1
 def to_dict(report: Report) -> dict[str, Any]:
     verdict = report.verdict
     hosts: dict[str, list[int]] = {}
+    folded = repeated(report.events)
     for rank, state in report.ranks.items():
         if state.host:
             hosts.setdefault(state.host, []).append(rank)
@@ -26,12 +27,12 @@ def to_dict(report: Report) -> dict[str, Any]:
             "phase": verdict.phase.value,
             "category": verdict.category.value,
             "confidence": verdict.confidence,
-            "culprits": [_culprit(c) for c in verdict.culprits],
+            "culprits": [_culprit(c, folded) for c in verdict.culprits],
             "reasoning": verdict.reasoning,
             "advice": verdict.advice,
             "missing": verdict.missing,
             "hypothesis": verdict.hypothesis,
-            "hypotheses_lost": [_hypothesis(h) for h in verdict.lost],
+            "hypotheses_lost": [_hypothesis(h, folded) for h in verdict.lost],
         },
         "world_size": {"value": report.world_size, "from": report.world_size_from},
         "hosts": [{"host": h, "ranks": r} for h, r in sorted(hosts.items())],
@@ -88,19 +89,26 @@ def _unexplained(u: Unexplained) -> dict[str, Any]:
             "first_time": format_time(u.first_time), "new_rule": rule_command(u.first.text)}
 
 
-def _evidence(ev: Evidence) -> dict[str, Any]:
-    return {"source": ev.source, "line": ev.line, "text": ev.text, "rule": ev.rule_id}
+def _evidence(ev: Evidence, folded: dict[tuple[str, int], Event] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"source": ev.source, "line": ev.line, "text": ev.text, "rule": ev.rule_id}
+    if folded and (event := folded.get((ev.source, ev.line))) is not None:
+        doc.update(_repeats(event))  # a crash loop's line: how often, and its last copy's line
+    return doc
 
 
-def _culprit(c: Culprit) -> dict[str, Any]:
+def _repeats(event: Event) -> dict[str, Any]:
+    return {"count": event.count, "last_line": event.last_line} if event.count > 1 else {}
+
+
+def _culprit(c: Culprit, folded: dict[tuple[str, int], Event]) -> dict[str, Any]:
     return {"kind": c.kind, "rank": c.rank, "host": c.host, "peer": c.peer, "peer_rank": c.peer_rank,
             "reason": c.reason,
-            "evidence": [_evidence(e) for e in c.evidence]}
+            "evidence": [_evidence(e, folded) for e in c.evidence]}
 
 
-def _hypothesis(h: Hypothesis) -> dict[str, Any]:
+def _hypothesis(h: Hypothesis, folded: dict[tuple[str, int], Event]) -> dict[str, Any]:
     return {"name": h.name, "score": round(h.score, 2), "category": h.category.value,
-            "phase": h.phase.value, "culprits": [_culprit(c) for c in h.culprits],
+            "phase": h.phase.value, "culprits": [_culprit(c, folded) for c in h.culprits],
             "reasoning": h.reasoning}
 
 
@@ -108,7 +116,8 @@ def _first_event(events: list[Any]) -> dict[str, Any] | None:
     for event in events:
         if event.kind.value in ("timeout", "error", "peer-error", "exit", "culprit-named"):
             where = {"source": event.evidence.source, "line": event.evidence.line, "text": event.evidence.text}
-            return {"rule": event.rule_id, "kind": event.kind.value, "message": event.message, **where}
+            return {"rule": event.rule_id, "kind": event.kind.value, "message": event.message, **where,
+                    **_repeats(event)}
     return None
 
 

@@ -63,7 +63,8 @@ def verdict_summary(view: ReportView) -> str:
         for f in view.findings[:_MAX_FINDINGS]:
             rule = f" · rule {code_span(f.rule_id)}" if f.rule_id else ""
             against = f" · against {_plain(f.culprit)}" if len(view.culprits) > 1 else ""
-            out.append(f"- {code_span(f.location.label)}{rule}{against}")
+            repeats = f" · {f.repeats}" if f.repeats else ""
+            out.append(f"- {code_span(f.location.label)}{rule}{against}{repeats}")
             out += ["", *("  " + line for line in fence([_clip(f.evidence.text)])), ""]
         if len(view.findings) > _MAX_FINDINGS:
             out.append(f"- … and {len(view.findings) - _MAX_FINDINGS} more (`--format json` lists them)")

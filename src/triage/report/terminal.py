@@ -76,6 +76,8 @@ def render(report: Report, view: ReportView | None = None) -> list[Text]:
         for finding in evidence:
             ev = finding.evidence
             line = Text(f"  {ev.source}:{ev.line}", style="cyan")
+            if finding.repeats:
+                line.append(f"  \u00d7{finding.count:,} (lines {ev.line}\u2013{finding.last_line})", style="yellow")
             line.append("\n    ")
             line.append(ev.text)  # literal: no markup is interpreted
             blocks.append(line)

@@ -7,6 +7,7 @@ rule a line came from, so `markdown`, `github`, `junit` and `sarif` cannot disag
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from triage.model import Culprit, Event, Evidence, Kind, Report, Status
 from triage.ranks import fmt_ranks
@@ -44,6 +45,24 @@ class Finding:
     culprit: str  # who the line is evidence against, as the report names it (`rank 11 (node-b)`)
     rank: int | None
     location: Location
+    count: int = 1  # the line and its identical copies (a crash loop), folded where it was read
+    last_line: int | None = None  # the last copy's line, when there were several
+
+    @property
+    def repeats(self) -> str:
+        """`repeated N times, last at line L` for a line a crash loop printed again; else ""."""
+        return repeats_label(self.count, self.last_line)
+
+
+def repeats_label(count: int, last_line: int | None) -> str:
+    if count <= 1:
+        return ""
+    return f"repeated {count:,} times" + (f", last at line {last_line}" if last_line else "")
+
+
+def repeated(events: list[Event]) -> dict[tuple[str, int], Event]:
+    """(source, line) -> the event read there that stands for several identical lines."""
+    return {(e.evidence.source, e.evidence.line): e for e in events if e.count > 1}
 
 
 @dataclass
@@ -101,9 +120,10 @@ def build(report: Report) -> ReportView:
         headline = (f"{label}: {named or 'culprit not settled'} — phase {v.phase.value}, "
                     f"{v.category.value}, confidence {v.confidence:.2f}")
     rule_of = {(e.evidence.source, e.evidence.line): e.rule_id for e in report.events}
+    folded = repeated(report.events)
     findings = [
         Finding(evidence=ev, rule_id=ev.rule_id or rule_of.get((ev.source, ev.line)), culprit=who(c),
-                rank=c.rank, location=locate(ev))
+                rank=c.rank, location=locate(ev), **_repeats(folded.get((ev.source, ev.line))))
         for c in v.culprits for ev in c.evidence
     ]
     hosts: dict[str, list[int]] = {}
@@ -121,6 +141,10 @@ def build(report: Report) -> ReportView:
         culprits=[f"{who(c)} — {c.reason}" for c in v.culprits], hosts=dict(sorted(hosts.items())),
         victims=[r.rank for r in ranks if r.role == "victim"], findings=findings, ranks=ranks,
     )
+
+
+def _repeats(event: Event | None) -> dict[str, Any]:
+    return {"count": event.count, "last_line": event.last_line} if event is not None else {}
 
 
 def _timeline(events: list[Event]) -> list[Event]:
