@@ -1,6 +1,6 @@
 """The NCCL RAS reader and its reading, on what a real NCCL 2.28.9 printed (tests/fixtures/
 ras-captured-nccl2.28.9, captured on an H100: see its README) and on hand-made dumps for the
-shapes a real run did not give. The generated scenario bundles are in test_ras_scenarios.py."""
+shapes a real run did not give. The generated scenario bundles are in test_fixtures.py and test_ras_truth.py."""
 
 from __future__ import annotations
 

@@ -60,6 +60,12 @@ def resolve_peers(job: Job) -> None:
         event.peer_host = _peer_host(job, event)
         if any(name in fields for name in ("culprit_ranks", "culprit_pid", "culprit_ip")):
             event.about = tuple(parse_ranks(fields.get("culprit_ranks", "")) + _named_process(job, index, event))
+    # An address at the far end of a lost connection is a rank's where one rank only is known there
+    # (read once every RAS line has been placed: RAS says which process of which rank runs on a node).
+    at_address = _ranks_by_address(job)
+    for event in job.events:
+        if event.peer is None and event.kind in (Kind.PEER_ERROR, Kind.TIMEOUT) and event.family != "ras":
+            event.peer = _rank_at_address(job, at_address, event)
 
 
 def ranks_at(job: Job, ip: str, device: str) -> list[int]:
@@ -134,6 +140,46 @@ def _peer_host(job: Job, event: Event) -> str | None:
         state = job.ranks.get(event.peer)
         return state.host if state else None
     return None
+
+
+def _ranks_by_address(job: Job) -> dict[str, set[int]]:
+    """Each address (and host name) the job knows, and the ranks known to run there: the hosts of the
+    ranks (named by their address, or mapped to one by NCCL's `Bootstrap : Using` lines), and the
+    processes RAS places on a node."""
+    found: dict[str, set[int]] = defaultdict(set)
+    names = {host: ip for ip, host in job.ip_hosts.items()}
+    for rank, state in job.ranks.items():
+        if state.host:
+            found[state.host].add(rank)
+            if state.host in names:
+                found[names[state.host]].add(rank)
+    for event in job.events:
+        ip = event.fields.get("culprit_ip") or event.fields.get("ip")
+        if event.family == "ras" and ip and len(event.about) == 1:
+            found[ip].add(event.about[0])
+    return found
+
+
+def _rank_at_address(job: Job, at_address: dict[str, set[int]], event: Event) -> int | None:
+    """The one rank at the address a lost connection names (`Connection closed by remote peer
+    10.1.2.7<46754>`, gloo's `Connection closed by peer [10.1.2.7]:748`), never the writer's own host
+    (the port is a socket's, not a rank's) nor a loopback address every local rank shares."""
+    fields = event.fields
+    address = fields.get("peer_ip") or _short(fields.get("peer_host") or "")
+    if not address or address.startswith("127.") or address in ("::1", "localhost"):
+        return None
+    ranks = at_address.get(address) or at_address.get(job.ip_hosts.get(address, ""), set())
+    writer = job.ranks.get(event.rank) if event.rank is not None else None
+    if len(ranks) != 1 or (writer is not None and writer.host and writer.host in (
+            address, job.ip_hosts.get(address))):
+        return None
+    (rank,) = ranks
+    return rank if rank != event.rank else None
+
+
+def _short(host: str) -> str:
+    """A host name without its domain; an address as it is."""
+    return host if host.replace(".", "").isdigit() or ":" in host else host.split(".")[0]
 
 
 def _host_by_ip_suffix(job: Job, ip: str) -> str | None:

@@ -17,6 +17,8 @@ from triage.model import Event, Kind, Milestone, Phase
 
 _REAL = (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION)
 _PHASE_BY_WHAT_FAILED = ("hccl",)
+_TRANSPORTS = ("nccl",)
+_FAILURES = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED)
 
 
 def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None = None,
@@ -49,6 +51,12 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
     if furthest == Milestone.INIT_DONE:
         if said is Phase.COMM_INIT and culprits and _before_init(job, culprits):
             return Phase.COMM_INIT
+        if said is Phase.EXECUTION and _transport_says_execution(facts, events or []) and not _holds_start(job):
+            # The line says it failed inside a running collective (an IB completion error, a proxy
+            # or transport error); init is inferred from that very line. Absence in a partial log
+            # is not evidence: an excerpt that shows no completed collective does not show the job
+            # was at its first one (only a log that holds the job's start can).
+            return Phase.EXECUTION
         if said is Phase.UNKNOWN and not _waited_in_a_collective(facts):
             # Init was behind the ranks (c10's `[rankN]:` prefix), nothing points at the first
             # collective, and the failure is not a communication one: the job was running.
@@ -59,7 +67,31 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
         # No rank is known to have finished communicator init, and a rank failed on its own (or
         # the ranks were still joining): the job never got past comm_init.
         return Phase.COMM_INIT
+    if said is Phase.UNKNOWN and furthest is None:
+        # No milestone at all (a screen excerpt, a line whose writer is not known): the failure
+        # lines' own phases decide — an error code's, a stage keyword's, the rule's.
+        return lines_phase(job)
     return said
+
+
+def lines_phase(job: Job) -> Phase:
+    """The phase the job's failure lines state themselves (whoever wrote them), the most stated
+    first; `unknown` when none does."""
+    stated = Counter(e.phase for e in job.events if e.kind in _FAILURES and e.phase in _REAL)
+    return stated.most_common(1)[0][0] if stated else Phase.UNKNOWN
+
+
+def _transport_says_execution(facts: dict[int, RankFacts], events: list[Event]) -> bool:
+    """A transport's own line places the failure in a running collective (NCCL's IB completion
+    errors, NET/Socket and proxy errors of the data path); PyTorch's and gloo's waits say only that
+    a collective was under way, which the first one is too."""
+    lines = events or [e for f in facts.values() for e in f.timeouts + f.peer_errors + f.self_failures]
+    return any(e.family in _TRANSPORTS and e.phase is Phase.EXECUTION for e in lines)
+
+
+def _holds_start(job: Job) -> bool:
+    """Some log here holds the job's start: a communicator init line, not a later line that implies it."""
+    return any(e.kind in (Kind.INIT_START, Kind.INIT_DONE) for e in job.events)
 
 
 def _failed_by_itself(facts: dict[int, RankFacts], ranks: list[int]) -> bool:

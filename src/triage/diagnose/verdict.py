@@ -132,7 +132,11 @@ def _diagnose(job: Job) -> Verdict:
     candidates = [h for p in PRINCIPLES if (h := found[p.name]) is not None]
     candidates.sort(key=lambda h: h.score, reverse=True)  # stable: ties keep the registry's order
     if not candidates:
-        return _inconclusive(ctx, [], _missing(ctx))
+        undecided = _inconclusive(ctx, [], _missing(ctx))
+        for p in PRINCIPLES:  # what a principle with no candidate still says (RAS saw a healthy job)
+            if p.remark is not None and (said := p.remark(ctx, None, found[p.name])) is not None:
+                undecided.reasoning += " " + said
+        return undecided
     winner = _corroborate(candidates)
     lost = [h for h in candidates if h is not winner]
     for p in PRINCIPLES:
@@ -151,7 +155,7 @@ def _diagnose(job: Job) -> Verdict:
         culprits=culprits,
         reasoning=winner.reasoning,
         advice=advice,
-        missing=_missing(ctx) if winner.score < SURE else [],
+        missing=_missing(ctx, winner) if winner.score < SURE else [],
         hypothesis=winner.name,
         lost=lost,
     )
@@ -215,9 +219,18 @@ def _ascend(job: Job) -> bool:
     return families["hccl"] > 0 and families["hccl"] >= sum(families.values()) / 2
 
 
-def _missing(ctx: Context) -> list[str]:
+def _missing(ctx: Context, winner: Hypothesis | None = None) -> list[str]:
     notes: list[str] = []
     job = ctx.job
+    if winner is not None and winner.name == "peer-named":
+        ranks = sorted(c.rank for c in winner.culprits if c.rank is not None)
+        if ranks:
+            notes.append(f"the log of rank {fmt_ranks(ranks)}, the peer these lines name, would confirm whether "
+                         "it failed by itself or was held up by another rank")
+        else:
+            hosts = ", ".join(c.host for c in winner.culprits if c.host)
+            notes.append(f"the logs of the ranks on {hosts}, the far end these lines name, would say which of "
+                         "them failed and why")
     no_log = [r for r, s in job.ranks.items() if not s.has_log]
     # A world too large to list rank by rank keeps the ranks nothing mentions as ranges.
     ranges = [str(a) if a == b else f"{a}-{b}" for a, b in job.unlisted]
@@ -228,10 +241,12 @@ def _missing(ctx: Context) -> list[str]:
                      f"{job.world_size} from {job.world_size_from})")
     size_unknown = not job.world_size_from or job.world_size_from == "highest rank seen"
     logged = [r for r, s in job.ranks.items() if s.has_log]
-    if size_unknown and len(logged) <= 1:
-        who = f"rank {logged[0]}'s" if logged else "no rank's"
-        notes.append(f"only {who} log is here: the other ranks' logs would confirm which rank failed or stopped "
-                     "first (or pass --world-size N)")
+    if size_unknown and len(logged) == 1:
+        notes.append(f"only rank {logged[0]}'s log is here: the other ranks' logs would confirm which rank failed "
+                     "or stopped first (or pass --world-size N)")
+    elif size_unknown and not logged:
+        notes.append("no line here says which rank wrote it: each rank's own log (per-rank files, `[rankN]:` "
+                     "prefixes) would confirm which rank failed or stopped first (or pass --world-size N)")
     elif size_unknown:
         notes.append("the world size is not stated in the logs: pass --world-size N")
     waiters = ctx.waiters()

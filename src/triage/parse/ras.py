@@ -1,4 +1,4 @@
-"""NCCL RAS status dumps (formats.md §4), read as documents: sections, tables, blocks.
+"""NCCL RAS status dumps (docs/formats.md §4), read as documents: sections, tables, blocks.
 
 `ncclras` / `triage ras collect` answers with a report whose lines only mean something in their
 place: a `  Rank 5 -- GPU 5 managed by process 4242 on node 10.0.0.2` line is a missing rank under
@@ -68,12 +68,54 @@ class _Doc:
 
 
 def looks_like(head: str) -> bool:
-    """A RAS dump: the report's first line, or RAS's JSON document."""
+    """A RAS dump in the head of a source: RAS's JSON document, or the report's first line at the
+    start of any line (people paste a report above or below the job's own lines)."""
     start = head.lstrip()[:4096]
     if start.startswith("{"):
         return '"nccl_version"' in start and ('"communicators' in head or '"ras"' in head)
-    return bool(_HEADER.match(start)) and ("Job summary" in head or "Communicators" in head
+    return bool(_HEADER.search(head)) and ("Job summary" in head or "Communicators" in head
                                            or "Gathering data about" in head)
+
+
+# The lines a text report is made of beyond its indented ones (docs/formats.md §4.1): its
+# headers and rules, section and block titles, the tables' header rows. Any other line that does
+# not begin with a blank is no longer the report's.
+_REPORT_LINE = regex.compile(
+    r"(?:NCCL version \S+ compiled with CUDA|CUDA runtime version |Job summary\s*$|=+\s*$|\(total\)|"
+    r"Nodes\s+Processes|Communicators|Gathering data about|Group\s+Comms|Errors\s*$|Warnings\s*$|"
+    r"(?:INCOMPLETE|DEAD|TIMEOUT)\s*$|#\d+-\d+ \(|No communicator data collected|The outlier node)")
+
+
+def split(text: str) -> tuple[str, str]:
+    """The RAS report(s) in a text, and the rest: two texts of the same lines, each with the
+    other's lines left empty, so that every line keeps its number.
+
+    A report runs from its `NCCL version … compiled with CUDA` line to the first line that is not
+    one of its own (a JSON document: to its closing brace at the start of a line); what comes
+    before or after it (a job's watchdog lines pasted with it, a monitor's output) is read by the
+    line rules like any log.
+    """
+    lines = text.split("\n")
+    ends_open = not text.endswith("\n")  # a last line cut short: never the report's
+    mine = [False] * len(lines)
+    if text.lstrip().startswith("{"):
+        for no, line in enumerate(lines):
+            mine[no] = True
+            if line.rstrip() == "}":
+                break
+    else:
+        inside = False
+        for no, line in enumerate(lines):
+            if _HEADER.match(line):
+                inside = True
+            elif inside and line.strip() and not line[:1].isspace() and not _REPORT_LINE.match(line):
+                inside = False
+            mine[no] = inside
+    if ends_open:
+        mine[-1] = False
+    doc = "\n".join(line if m else "" for line, m in zip(lines, mine, strict=True))
+    rest = "\n".join("" if m else line for line, m in zip(lines, mine, strict=True))
+    return doc, rest
 
 
 def snapshot_time(name: str) -> float | None:

@@ -93,6 +93,7 @@ def scan_stream(matcher: Matcher, stream: Stream,
             info.notes.append(pasted.describe())
         sniff_writer(head, info)
         table = None
+        whole = False  # the document was the whole source (a rank table): no line rule reads it
         # Documents no line rule can read: HCCL's rank table, a NCCL RAS status dump.
         for document, limit in ((ranktable, ranktable.MAX_BYTES), (ras, ras.MAX_BYTES)):
             if table is None and document.looks_like(head):
@@ -102,13 +103,23 @@ def scan_stream(matcher: Matcher, stream: Stream,
                     if sum(map(len, parts)) > limit:
                         break
                 text = "".join(parts)
-                table = document.events(stream.name, text)
-                texts = itertools.chain([text], texts)  # not one after all: scan it as lines
-        if table is not None:
+                if document is ras:
+                    # A report shares its file with other lines (a job's watchdog lines pasted
+                    # with it, a monitor's stdout): the reader reads the report, the line rules
+                    # every other line, each at its own line number.
+                    report, rest = ras.split(text)
+                    table = ras.events(stream.name, report)
+                    if table is not None:
+                        text = rest
+                else:
+                    table = document.events(stream.name, text)
+                    whole = table is not None
+                texts = itertools.chain([text], texts)  # the rest, or not one after all: scan it as lines
+        if table is not None and whole:
             events = table
             stats.lines = text.count("\n") + (not text.endswith("\n"))
         else:
-            events = list(scan_text(matcher, stream.name, identity, texts, stats))
+            events = (table or []) + list(scan_text(matcher, stream.name, identity, texts, stats))
     except READ_ERRORS as exc:
         # A truncated gzip or a read error part-way: keep what was read, say what happened.
         reason = _reason(exc)

@@ -19,6 +19,7 @@ from triage.diagnose.principles import (
     mismatch,
     named,
     network,
+    peer_named,
     progress,
     ras,
     silent,
@@ -42,6 +43,7 @@ PRINCIPLES: tuple[Principle, ...] = (
     progress.LAGGING_RANK,
     progress.LATE_ARRIVAL,
     network.PRINCIPLE,
+    peer_named.PRINCIPLE,
     ras.PRINCIPLE,
 )
 

@@ -18,6 +18,7 @@ class Principle:
     # Its candidate is a failure on its own, even when no rank logged one (RAS sees a dead or stuck
     # process in logs that show nothing wrong): it counts when the verdict asks whether anything failed.
     fails_without_logged_failure: bool = False
-    # What it says of a winner another principle produced, given its own candidate (None when it
-    # had none): a disagreement the verdict appends to the winner's reasoning.
-    remark: Callable[[Context, Hypothesis, Hypothesis | None], str | None] | None = None
+    # What it says of a winner another principle produced (None: no principle had a candidate),
+    # given its own candidate (None when it had none): a disagreement the verdict appends to the
+    # winner's reasoning, or to an inconclusive verdict's.
+    remark: Callable[[Context, Hypothesis | None, Hypothesis | None], str | None] | None = None

@@ -306,16 +306,25 @@ def _stuck_in_init(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     return found
 
 
-def disagreement(ctx: Context, winner: Hypothesis, ras: Hypothesis | None) -> str | None:
-    """What to say when RAS (its candidate `ras`) and the logs point different ways, or RAS saw nothing wrong."""
+def disagreement(ctx: Context, winner: Hypothesis | None, ras: Hypothesis | None) -> str | None:
+    """What to say when RAS (its candidate `ras`) and the logs point different ways, or RAS saw nothing wrong.
+
+    A healthy snapshot never outweighs a timeout or an error in the same job's logs: the verdict
+    stands on the logs and says that RAS saw nothing (NCCL's own tracker has RAS saying OK while
+    PyTorch timed out).
+    """
     snaps = snapshots(ctx)
-    if not snaps or winner.name == "ras-status":
+    if not snaps or (winner is not None and winner.name == "ras-status"):
         return None
-    named = {c.rank for c in winner.culprits if c.rank is not None}
+    named = {c.rank for c in winner.culprits if c.rank is not None} if winner is not None else set()
     if ras is None:
+        failed = sorted(r for r, f in ctx.facts.items() if f.reported_wait or f.self_failures)
+        logged = (f", while rank{'s' if len(failed) > 1 else ''} {fmt_ranks(failed)} logged a timeout or a "
+                  "failure" if failed else ", while the logs show a failure")
         return (f"RAS and the logs disagree: RAS ({len(snaps)} snapshot{'s' if len(snaps) > 1 else ''}) "
-                "saw no dead, missing or stuck rank. A snapshot taken before the failure, or while the "
-                "hung collective's communicator was not yet in trouble, shows a healthy job.")
+                f"saw no dead, missing or stuck rank{logged}. A snapshot taken before the failure, or while "
+                "the hung collective's communicator was not yet in trouble, shows a healthy job: the logs "
+                "decide.")
     ras_ranks = {c.rank for c in ras.culprits if c.rank is not None}
     if ras_ranks and named and not ras_ranks & named:
         return (f"RAS and the logs disagree: RAS points at rank{'s' if len(ras_ranks) > 1 else ''} "
