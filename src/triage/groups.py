@@ -65,7 +65,7 @@ def _track(member: Member, event: Event) -> None:
                 member.stuck_op = fields["op"]
     for key in ("enqueued", "completed"):
         value = fields.get(key, "")
-        # 2.3 prints garbage or -1 for "last completed" at times (formats.md §1.5): ignore those.
+        # 2.3 prints garbage or -1 for "last completed" at times (docs/formats.md §1.5): ignore those.
         if value.isdigit() and len(value) < 12:
             current = getattr(member, key)
             setattr(member, key, max(current, int(value)) if current is not None else int(value))

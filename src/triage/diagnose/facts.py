@@ -122,6 +122,13 @@ def _names_itself(event: Event, rank: int) -> bool:
     return event.peer == rank
 
 
+def _killed_before_waiting(event: Event, wait_time: float | None) -> bool:
+    """Killed or crashed (SIGKILL, SIGSEGV, …) before any wait of its own: a process that is gone
+    writes nothing, so its own failure came first, whatever waits its lines seem to hold."""
+    return (is_hard_exit(event) and event.time is not None and wait_time is not None
+            and event.time < wait_time)
+
+
 def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> list[Event]:
     """Errors this rank made by itself, before it was left waiting on anyone."""
     wait_time = f.first_wait_time
@@ -144,7 +151,7 @@ def _self_failures(f: RankFacts, consequence_lines: set[tuple[str, int]]) -> lis
             if event.evidence.line > first_wait_line.get(event.evidence.source, 1 << 62):
                 continue
             found.append(event)
-        elif event.kind is Kind.EXIT and not f.reported_wait and (
+        elif event.kind is Kind.EXIT and (not f.reported_wait or _killed_before_waiting(event, wait_time)) and (
                 is_hard_exit(event) or (not is_victim_exit(event) and (exit_code(event) or 0) != 0)):
             found.append(event)
     # Earliest first; within a second, an error a rule knows before a line no rule knows.

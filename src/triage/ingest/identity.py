@@ -1,6 +1,6 @@
 """Who wrote a source, as far as its path tells: rank, local rank, host, pid, device.
 
-Layouts recognised (formats.md §2.5, §5.1, §6; style.md B2): torchrun `--log-dir`
+Layouts recognised (docs/formats.md §2.5, §5.1, §6): torchrun `--log-dir`
 `…/attempt_N/<local_rank>/{stdout,stderr}.log`, `rank3.log` / `rank-0003` / `rank_3.out`,
 Slurm `%x-%j-%t.out` and `%N.log`, host folders (`node07/`, `host_1_10.0.0.2/`, `gpu-a100-3/`),
 NCCL_DEBUG_FILE `nccl.%h.%p`, CANN `plog-<pid>_<ts>.log` and `device-<id>/device-<pid>_<ts>.log`,
@@ -30,8 +30,10 @@ _HOST_DIR = regex.compile(
     r"|(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|ip|trn|pod)[\w.-]*?\d[\w.-]*))$",
     regex.I,
 )
+# `node07.log`, and a node's launcher console as people save it: `node07-console.log`, `node07_stdout.txt`.
 _HOST_FILE = regex.compile(
-    r"^(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|trn)[\w-]*?\d[\w-]*)\.(?:log|out|err|txt)$",
+    r"^(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|trn)[\w-]*?\d[\w-]*?)"
+    r"(?:[-_.](?:console|stdout|stderr|output))?\.(?:log|out|err|txt)$",
     regex.I,
 )
 

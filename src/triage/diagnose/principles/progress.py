@@ -1,8 +1,10 @@
-"""How far each rank got: the few that fell behind the others' collective count, or arrived late.
+"""How far each rank got: the few that stopped short of the collective the others wait in, or arrived late.
 
-Collectives complete in order, so in one group the ranks whose sequence number stayed behind the
-majority's are what the others waited for. A straggler that was only slow once arrives after its
-peers timed out and then fails too; its wait began long after theirs.
+Progress is read as what is in flight. A rank with work enqueued above what it completed is waiting,
+even when it enqueued less than its peers (a host sync such as `.item()` stops a rank enqueuing
+early); the rank with nothing in flight while its peers wait on it stopped on the CPU side. An
+enqueue gap alone is a lead, never a culprit stated with confidence. A straggler that was only slow
+once arrives after its peers timed out and then fails too; its wait began long after theirs.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from collections import Counter
 
 from triage.diagnose.context import Context, groups_by_progress, rank_culprit
 from triage.diagnose.principles.principle import Principle
-from triage.model import Category, Event, Hypothesis, Kind
+from triage.model import Category, Event, Hypothesis, Kind, Member, ProcessGroup
 from triage.ranks import fmt_ranks
 
-# A few ranks of one group behind the majority's last enqueued or timed-out collective.
+# A few ranks of one group stopped short: nothing in flight while the others waited (or, for the
+# SeqNum they timed out at, behind the majority's).
 LAGGING_RANK_SCORE = 0.75
+# A few ranks enqueued less than the others, but had work in flight too (or it is not said): a lead.
+ENQUEUE_GAP_SCORE = 0.4
 # One rank began waiting long after the others had given up.
 LATE_ARRIVAL_SCORE = 0.7
 # A late arrival began waiting at least this long (s), and this share of the others' timeout, after them.
@@ -24,7 +29,15 @@ LATE_BY_TIMEOUT_SHARE = 0.25
 
 
 def lagging_rank(ctx: Context) -> Hypothesis | None:
-    """Inside one group, the few members whose collective sequence fell behind the others'."""
+    """Inside one group, the few members that stopped short of the collective the others wait in.
+
+    Progress is read as what is in flight: a member whose last enqueued work is above its last
+    completed one (or that timed out in a work) is waiting, whatever its counts — a host sync such as
+    `.item()` stops a rank enqueuing early. The member with nothing in flight (last enqueued equal to
+    last completed) while the others wait stopped on the CPU side: that one is named. A gap in
+    enqueued counts among members all in flight is only a lead.
+    """
+    lead: Hypothesis | None = None
     for group in groups_by_progress(ctx):
         for key, label in (("enqueued", "last enqueued"), ("stuck_seq", "timed-out SeqNum")):
             values = {r: getattr(m, key) for r, m in group.members.items()
@@ -35,25 +48,91 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
             behind = sorted(r for r, v in values.items() if v < common)
             if not behind or count < len(values) / 2 or len(behind) > max(2, len(values) // 10):
                 continue
-            where = "" if group.default else f" of {group.label}"
-            culprits = [rank_culprit(ctx, r, f"{label} collective {values[r]}{where}, behind the "
-                                     f"others' {common}",
-                                     group.members[r].timeouts or ctx.facts[r].state.events[-1:])
-                        for r in behind if r in ctx.facts]
-            if not culprits:
+            behind = [r for r in behind if r in ctx.facts]
+            if not behind:
                 continue
-            return Hypothesis(
-                name="lagging-rank",
-                score=LAGGING_RANK_SCORE,
-                category=Category.HUNG_PROCESS,
-                phase=ctx.phase(behind, [e for r in behind for e in group.members[r].timeouts]),
-                culprits=culprits,
-                reasoning=f"In {group.label}, {count} ranks reached collective {common} ({label}); "
-                          f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} fell behind at "
-                          f"{', '.join(str(values[r]) for r in behind)}, so the others waited on "
-                          f"{'them' if len(behind) > 1 else 'it'}.",
-            )
-    return None
+            if key == "enqueued":
+                found = _stalled(ctx, group, behind, values, common, count)
+                if found is not None and found.score >= ENQUEUE_GAP_SCORE:
+                    return found
+                lead = lead or found
+                continue
+            return _behind(ctx, group, behind, values, common, count, label, LAGGING_RANK_SCORE)
+    return lead
+
+
+def _stalled(ctx: Context, group: ProcessGroup, behind: list[int], enqueued: dict[int, int],
+             common: int, count: int) -> Hypothesis | None:
+    """Of the members whose last enqueued work is behind, those with nothing in flight while the
+    others wait; or, when every one of them is in flight too, a lead only."""
+    waiting = [r for r, m in group.members.items() if r not in behind and _in_flight(m)]
+    if not waiting:
+        return None  # nobody waits on anyone: a snapshot of a moving job
+    idle = [r for r in behind if _idle(group.members[r])]
+    if idle:
+        where = "" if group.default else f" of {group.label}"
+        culprits = [rank_culprit(ctx, r, f"nothing in flight: last enqueued collective {enqueued[r]}{where} "
+                                 f"is also its last completed, while the others waited in the next",
+                                 _progress_lines(ctx, group, r)) for r in idle]
+        return Hypothesis(
+            name="lagging-rank", score=LAGGING_RANK_SCORE, category=Category.HUNG_PROCESS,
+            phase=ctx.phase(idle, [e for r in idle for e in group.members[r].timeouts]),
+            culprits=culprits,
+            reasoning=f"In {group.label}, {len(waiting)} ranks had work in flight (enqueued above completed) "
+                      f"and waited; rank{'s' if len(idle) > 1 else ''} {fmt_ranks(idle)} had nothing in flight "
+                      f"(last enqueued {', '.join(str(enqueued[r]) for r in idle)} = last completed): "
+                      f"{'they' if len(idle) > 1 else 'it'} stopped on the CPU side before enqueuing the "
+                      "collective the others waited in.")
+    in_flight = [r for r in behind if _in_flight(group.members[r])]
+    hypothesis = _behind(ctx, group, behind, enqueued, common, count, "last enqueued", ENQUEUE_GAP_SCORE)
+    hypothesis.reasoning = (
+        f"In {group.label}, rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} enqueued less than the "
+        f"others ({', '.join(str(enqueued[r]) for r in behind)} against {common}), but "
+        + (f"{'they' if len(in_flight) > 1 else 'it'} had work in flight and waited like the rest (a host sync "
+           "such as `.item()` stops a rank enqueuing early)" if len(in_flight) == len(behind) else
+           "whether that work was in flight is not said")
+        + ": an enqueue gap alone does not show who stopped.")
+    return hypothesis
+
+
+def _behind(ctx: Context, group: ProcessGroup, behind: list[int], values: dict[int, int], common: int,
+            count: int, label: str, score: float) -> Hypothesis:
+    where = "" if group.default else f" of {group.label}"
+    culprits = [rank_culprit(ctx, r, f"{label} collective {values[r]}{where}, behind the others' {common}",
+                             group.members[r].timeouts or ctx.facts[r].state.events[-1:])
+                for r in behind]
+    return Hypothesis(
+        name="lagging-rank",
+        score=score,
+        category=Category.HUNG_PROCESS,
+        phase=ctx.phase(behind, [e for r in behind for e in group.members[r].timeouts]),
+        culprits=culprits,
+        reasoning=f"In {group.label}, {count} ranks reached collective {common} ({label}); "
+                  f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} fell behind at "
+                  f"{', '.join(str(values[r]) for r in behind)}, so the others waited on "
+                  f"{'them' if len(behind) > 1 else 'it'}.",
+    )
+
+
+def _in_flight(member: Member) -> bool:
+    """It waits on a collective: work enqueued above what completed, or a work it timed out in."""
+    if member.enqueued is not None and member.completed is not None:
+        return member.enqueued > member.completed
+    return bool(member.timeouts)
+
+
+def _idle(member: Member) -> bool:
+    """Nothing in flight: every work it enqueued completed (and it timed out in none)."""
+    return (member.enqueued is not None and member.completed is not None
+            and member.enqueued == member.completed and not member.timeouts)
+
+
+def _progress_lines(ctx: Context, group: ProcessGroup, rank: int) -> list[Event]:
+    """The rank's lines that state its progress in this group, its last lines else."""
+    member = group.members[rank]
+    lines = [e for e in ctx.facts[rank].state.events
+             if e.fields.get("enqueued") == str(member.enqueued) and "completed" in e.fields]
+    return lines[-1:] or ctx.facts[rank].state.events[-1:]
 
 
 def late_arrival(ctx: Context) -> Hypothesis | None:
@@ -111,9 +190,11 @@ def _waited_s(event: Event) -> float:
 
 LAGGING_RANK = Principle(
     name="lagging-rank", emits=("lagging-rank",), run=lagging_rank,
-    summary="Inside one process group (the one whose waiting began first leading), a few members whose last "
-            "enqueued collective, or the SeqNum they timed out at, is behind the majority's: collectives "
-            "complete in order, so the others waited on them.")
+    summary="Inside one process group (the one whose waiting began first leading), a few members that "
+            "stopped short: their last enqueued collective is behind the majority's with nothing in flight "
+            "(last enqueued = last completed) while the others wait, or the SeqNum they timed out at is behind "
+            "the majority's. Members behind in enqueued work but with work in flight were waiting too (a host "
+            "sync stops a rank enqueuing early): that gap alone is only a lead (0.4).")
 LATE_ARRIVAL = Principle(
     name="late-arrival", emits=("late-arrival",), run=late_arrival,
     summary="Every rank reported a wait, but one began waiting long after the others, which had started "
