@@ -154,9 +154,10 @@ SPECS: list[Spec] = [
     ),
     Spec(
         "nccl25-lagging-rank9",
-        "2 x 8, torch 2.5, torchrun logs, 30 min timeout. Every rank times out on the same work, "
-        "but rank 9's last enqueued work is far below the others': it stalled while the rest ran "
-        "ahead.",
+        "2 x 8, torch 2.5, torchrun logs. Rank 9 stalled on the host side before enqueuing the "
+        "next all-reduce: nothing in flight (its dump-signal line says last enqueued = last "
+        "completed = 3513), so its watchdog never fires; the fifteen others, ahead by a step's "
+        "worth of enqueued work, time out waiting in SeqNum 3514 and torchrun stops rank 9.",
         {
             "hosts": 2,
             "gpus": 8,
@@ -171,6 +172,9 @@ SPECS: list[Spec] = [
             "phase": "execution",
             "category": "hung_process",
             "culprits": rank(9),
+            # rank 9 reports no timeout (silent-rank decides) and its progress line shows nothing
+            # in flight while the others wait (lagging-rank names it too and agrees)
+            "says": {"reasoning": ["agrees with the lagging-rank evidence"]},
         },
         seed=9,
     ),
@@ -459,7 +463,9 @@ PRINCIPLES: dict[str, str] = {
     "nccl26-missing-log-rank5": "silent-rank",
     "big-1024-silent-rank777": "silent-rank",
     "nccl26-subgroup-hang-rank5": "silent-rank",
-    "nccl25-lagging-rank9": "lagging-rank",
+    # A stalled rank reports no timeout of its own: silent-rank (0.8) decides, and lagging-rank (0.75),
+    # reading its dump-signal line (nothing in flight), agrees — as for nccl27-stalled-rank5-itemsync-rank2.
+    "nccl25-lagging-rank9": "silent-rank",
     "nccl24-mismatch-rank4": "collective-mismatch",
     "nccl24-ib-host3": "network-host",
     "nccl24-first-collective-rank12": "network-endpoint",

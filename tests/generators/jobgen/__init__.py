@@ -37,6 +37,14 @@ finishes its tp all-reduce and times out a little later in the default PG at one
 communicators are created lazily at the first tp all-reduce (no ``device_id`` was bound, so NCCL
 gets ``ncclCommInitRankConfig``, not ``ncclCommSplit``) and print their own Init START/COMPLETE
 lines (``rank {group_rank} nranks {tp}``, one commId per group).
+
+``lagging``: the culprit stalls on the host side (data loader, checkpoint, a code path the others
+did not take) after its last step line, before it enqueues the collective the others then wait in.
+It has nothing in flight (last enqueued = last completed = the stuck SeqNum - 1), so its watchdog
+never fires; the others time out in that SeqNum, having enqueued the rest of the step.  From the 2.3
+era on its heartbeat monitor logs the dump signal of the first rank that timed out (2.4+:
+``Received a dump signal due to a collective timeout from  rank N … Last enqueued NCCL work: s-1,
+last completed NCCL work: s-1.``); 2.1 prints nothing.  The launcher then stops it.
 """
 
 from .common import Clock, RankPlan, Truth, host_ip, host_name, ranks_to_str

@@ -120,7 +120,7 @@ class RankPlan:
     pid: int
     uptime: float  # host CLOCK_MONOTONIC offset (c10 fraction digits)
     aslr: int
-    fate: str = "timeout"  # timeout|hang|exception|killed|remote_error|clean|store_*
+    fate: str = "timeout"  # timeout|hang|stalled|exception|killed|remote_error|clean|store_*
     t_enq: float = 0.0  # when the stuck work was enqueued
     t_timeout: float = 0.0
     ran_ms: int = 0

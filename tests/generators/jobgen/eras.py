@@ -96,6 +96,7 @@ ERAS: dict[str, Era] = {
             "reducer": 1394,
             "errcheck": 1725,
             "desync": 1316,
+            "dump": 1294,
         },
     ),
     "2.4": Era(
@@ -130,6 +131,7 @@ ERAS: dict[str, Era] = {
             "errcheck": 1884,
             "destroy": 1168,
             "desync": 1655,
+            "dump": 1395,
         },
     ),
     "2.5": Era(
@@ -164,6 +166,7 @@ ERAS: dict[str, Era] = {
             "errcheck": 2027,
             "destroy": 1263,
             "desync": 1776,
+            "dump": 1478,
         },
     ),
     "2.6": Era(
@@ -198,6 +201,7 @@ ERAS: dict[str, Era] = {
             "errcheck": 2112,
             "destroy": 1476,
             "desync": 2224,
+            "dump": 1987,
         },
     ),
 }

@@ -174,6 +174,41 @@ class Failures:
         lines.append("")
         err.append((tx, "\n".join(lines)))
 
+    def _dump_signal(
+        self, p: RankPlan, rng: random.Random, out: list[Line], err: list[Line]
+    ) -> None:
+        """A rank that stalled on the host side: nothing in flight, so no timeout of its own.
+
+        Its watchdog never fires; from torch 2.3 on, its heartbeat monitor polls the TCPStore and
+        logs the dump signal the first rank that timed out set there (docs/formats.md §1.6), 2.4+
+        with the rank's own progress (last enqueued = last completed). 2.1 has no such signal: the
+        rank says nothing more before the launcher stops it.
+        """
+        e = self.e
+        if "dump" not in e.ln:
+            return
+        waiting = [q for q in self.plans if q.fate == "timeout"]
+        if not waiting:
+            return
+        first = min(waiting, key=lambda q: q.t_timeout)
+        # the store is polled about once a second; the line comes before any local peer exits
+        t = first.t_timeout + rng.uniform(0.05, 0.25)
+        pg = p.pg_prefix or self.pg(p)
+        if e.name == "2.3":
+            msg = "Received a global timeout from another rank and will start to dump the debug info."
+        else:
+            msg = (
+                f"Received a dump signal due to a collective timeout from  rank {first.rank} and we "
+                "will try our best to dump the debug info. Last enqueued NCCL work: "
+                f"{p.enq}, last completed NCCL work: {p.done}.This is most likely caused by "
+                "incorrect usages of collectives, e.g., wrong sizes used across ranks, the order "
+                "of collectives is not same for all ranks or the scheduled collective, for some "
+                "reason, didn't run. Additionally, this can be caused by GIL deadlock or other "
+                "reasons such as network errors or bugs in the communications library (e.g. "
+                "NCCL), etc. "
+            )
+        err.append((t, self.c10(p, t, "E", "ProcessGroupNCCL.cpp", e.ln["dump"], pg + msg)))
+
     def _desync(self, p: RankPlan) -> str:
         c = self.culprit_rank if self.culprit_rank is not None else 0
         others = [r for r in range(self.W) if r != c]

@@ -187,8 +187,6 @@ class Job(Startup, Training, Failures, Network, Launcher):
                 p.op = "ALLTOALL_BASE"
                 p.numel_in = p.numel_out = 16_777_216
                 p.t_enq = self.t_fstep + prng.uniform(0.0, 0.03)
-            elif f == "lagging" and p.rank == c:
-                p.enq = self.seq
             p.ran_ms = self.timeout_ms + int(extra * 1000)
             p.t_timeout = p.t_enq + tmo + extra
             p.fate = "timeout"
@@ -203,6 +201,13 @@ class Job(Startup, Training, Failures, Network, Launcher):
                 p.t_exit = end + 3.0 + rng.uniform(0.0, 1.5)
         elif f in ("silent", "missing", "desync") and c is not None:
             self.plans[c].fate, self.plans[c].t_exit = "hang", None
+        elif f == "lagging" and c is not None:
+            # Stalled on the host (data loader, checkpoint, a code path the others did not take)
+            # before it enqueued the collective the others wait in: nothing in flight, so its own
+            # watchdog has nothing to time out on; it runs until the launcher stops it.
+            pc = self.plans[c]
+            pc.enq = pc.done = self.seq - 1
+            pc.fate, pc.t_exit = "stalled", None
         elif f == "subgroup" and c is not None:
             self._plan_subgroup(c)
         elif f in ("oom", "cuda-error") and c is not None:

@@ -117,6 +117,8 @@ class Training:
             self._exception(p, rng, out, err)
         elif p.fate == "remote_error":
             self._remote_error(p, rng, out, err)
+        elif p.fate == "stalled":
+            self._dump_signal(p, rng, out, err)
         # hang / killed: nothing more from this process
 
     def _clean_exit(
