@@ -12,7 +12,9 @@ That peer is the lead, named at a capped score: the writer may wait on a rank th
 up by another, and only the peer's own log can say which. So the principle stands back when the
 peer's log is here (its own lines decide: the silent rank, its own failure, the wait chain), and
 when the lines name several peers (no one lead). A peer named in a line that is not a failure (an
-INFO connect line) names no one: only timeouts and lost peers count.
+INFO connect line) names no one: only timeouts and lost peers count. HCCL's waits of a known writer
+are the wait chain's (waits.py) while several ranks' logs are here; with one rank's log alone the
+chain is one wait, and its end is this lead (one reading, one cap, one `missing`).
 """
 
 from __future__ import annotations
@@ -35,15 +37,23 @@ _WAITS = (Kind.TIMEOUT, Kind.PEER_ERROR)
 _ADDRESS_FAMILIES = ("nccl", "gloo")
 
 
+def one_log_at_hand(ctx: Context) -> bool:
+    """At most one rank's log is here: its lines can name a peer, but no other log can confirm it."""
+    return sum(1 for f in ctx.facts.values() if f.state.has_log) <= 1
+
+
 def peer_named(ctx: Context) -> Hypothesis | None:
     named: dict[int, list[Event]] = defaultdict(list)
+    alone = one_log_at_hand(ctx)
     for event in ctx.job.events:
         if event.kind not in _WAITS or event.peer is None or event.family == "ras":
             continue
         if event.peer == event.rank:
             continue  # a "peer" error about the writer itself is its own failure (facts.py)
-        if event.family == "hccl" and event.rank is not None:
-            continue  # the wait chain follows HCCL's waits of known ranks (waits.py): one reading of a line
+        if event.family == "hccl" and event.rank is not None and not alone:
+            # The wait chain follows HCCL's waits of known ranks (waits.py), one reading of a line;
+            # with one rank's log alone, a chain is one wait, and its end is this lead.
+            continue
         named[event.peer].append(event)
     if not named:
         return _host_named(ctx)

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 import regex
 
 from triage.diagnose.context import Context, evidence_of, failure_category, rank_culprit
+from triage.diagnose.principles.peer_named import PEER_NAMED_SCORE, one_log_at_hand, peer_named
 from triage.diagnose.principles.principle import Principle
 from triage.model import Category, Culprit, Event, Hypothesis
 from triage.peers import ranks_at
@@ -81,6 +82,15 @@ def wait_chain(ctx: Context) -> Hypothesis | None:
         own = [e for r in culprits if r in ctx.facts for e in ctx.facts[r].known_failures]
         logged = all(r in ctx.facts and ctx.facts[r].state.has_log for r in culprits)
         score = (CHAIN_END_SCORE if logged else CHAIN_END_NO_LOG_SCORE) if len(culprits) == 1 else CHAIN_ENDS_SCORE
+        if not logged and one_log_at_hand(ctx):
+            # One rank's log alone names whom it waited on: a lead, not a chain (absence in a
+            # partial log is not evidence; the peer may itself have waited on another). The peer-named
+            # principle names it, capped, with the logs that would confirm it; a chain it cannot
+            # read as one lead (several peers) is capped alike.
+            lead = peer_named(ctx)
+            if lead is not None and [c.rank for c in lead.culprits] == culprits:
+                return None
+            score = min(score, PEER_NAMED_SCORE)
         return Hypothesis(
             name="wait-chain", score=score,
             category=failure_category(own) if own else Category.HUNG_PROCESS,
