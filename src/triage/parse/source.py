@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from triage import extract
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
 from triage.model import Event, Evidence, Identity, SourceInfo
-from triage.parse import paste, ranktable, ras
+from triage.parse import fr, paste, pyspy, ranktable, ras
 from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
 
 _SNIFF = 8192
@@ -82,6 +82,10 @@ def scan_stream(matcher: Matcher, stream: Stream,
         if chunks is None:
             chunks = read_chunks(stream)
         first = next(chunks, b"")
+        if (form := fr.sniff(first)) is not None:  # a flight-recorder dump (a pickle, or its JSON)
+            events = fr.scan(info, itertools.chain([first], chunks), form)
+            info.notes += stream.notes
+            return info, events
         if looks_binary(first):
             info.skipped = "binary data, not a text log"
             return info, []
@@ -95,7 +99,9 @@ def scan_stream(matcher: Matcher, stream: Stream,
         table = None
         whole = False  # the document was the whole source (a rank table): no line rule reads it
         # Documents no line rule can read: HCCL's rank table, a NCCL RAS status dump.
-        for document, limit in ((ranktable, ranktable.MAX_BYTES), (ras, ras.MAX_BYTES)):
+        # py-spy dumps (what `triage watch` takes of each rank): the stack rules read them whole.
+        for document, limit in ((ranktable, ranktable.MAX_BYTES), (ras, ras.MAX_BYTES),
+                                (pyspy, pyspy.MAX_BYTES)):
             if table is None and document.looks_like(head):
                 parts: list[str] = []
                 for piece in texts:  # read whole (they are small), but never past their limit
@@ -111,8 +117,11 @@ def scan_stream(matcher: Matcher, stream: Stream,
                     table = ras.events(stream.name, report)
                     if table is not None:
                         text = rest
+                elif document is pyspy:
+                    table = pyspy.events(stream.name, text, matcher.rules)
+                    whole = table is not None
                 else:
-                    table = document.events(stream.name, text)
+                    table = ranktable.events(stream.name, text)
                     whole = table is not None
                 texts = itertools.chain([text], texts)  # the rest, or not one after all: scan it as lines
         if table is not None and whole:

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Write the ``tests/fixtures/fr-*`` bundles: real flight-recorder dumps from real torchrun + gloo runs.
+
+Each scenario runs ``tests/generators/fr_job.py`` (see its docstring: a 4-rank gloo job whose
+ranks write their own real dumps, ``_dump_fr_trace()``, to ``comm_lib_trace_rank_<r>``) as::
+
+    FAULT=<fault> FAULT_RANK=<r> FAULT_STEP=4 FR_DIR=<tmp>/fr [FR_JSON=1] \
+        torchrun --nproc-per-node 4 --master-port <free> --log-dir <tmp>/tl --redirects 3 --tee 3 fr_job.py
+
+and cuts what it left the way people share it:
+
+- ``fr-<scenario>-rank<r>``: the logs and the dumps (``logs/node01/console.log``, torchrun's
+  ``--log-dir`` tree, ``logs/node01/fr/comm_lib_trace_rank_*``);
+- ``…-dumps``: the dumps alone;
+- ``…-dumps-no-culprit``: the dumps without the culprit's (not for ``kill``: it wrote none);
+- ``fr-json-…-dumps``: the JSON form (``_dump_fr_trace_json()``) of one scenario, alone.
+
+``expected.yaml``: ``truth`` is what was injected; ``expect`` is what triage says on the bundle
+when it is written (the reasoning over dumps is not there yet: a later change raises ``expect``
+towards ``truth``). No file is edited: dumps and logs are copied as the run left them.
+
+Not run by CI (the bundles are committed); about 15-45 s per scenario, one at a time, each run
+killed after RUN_LIMIT_S. Usage, from ``tests/`` (or with PYTHONPATH=tests)::
+
+    ../.venv/bin/python -m generators.make_fr              # every scenario
+    ../.venv/bin/python -m generators.make_fr hang-before  # some
+    ../.venv/bin/python -m generators.make_fr --expect     # rewrite expect: from the bundles on disk
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generators.real_bundles.run import free_port, kill_group, torch_version, torchrun_bin
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures"
+JOB = "fr_job.py"
+RUN_LIMIT_S = 90
+WORLD = 4
+STEP = 4
+
+# name -> (fault, rank, category, what happens)
+SCENARIOS: dict[str, tuple[str, int, str, str]] = {
+    "hang-before": ("hang-before", 2, "hung_process",
+                    "rank 2 sleeps for ever before its step-4 gradient all_reduce; the others wait in it and time out"),
+    "hang-inside": ("hang-inside", 1, "hung_process",
+                    "rank 1 enters the step-4 all_reduce first, dumps from a thread while inside it and freezes "
+                    "(SIGSTOP): the all_reduce is enqueued on every rank and completed on none"),
+    "shape": ("shape", 3, "collective_mismatch",
+              "rank 3 all_reduces its first gradient at step 4 with one extra element (129 for 128)"),
+    "op": ("op", 0, "collective_mismatch",
+           "rank 0 calls broadcast where the others call all_reduce at step 4 (the odd rank sorts first)"),
+    "kill": ("kill", 1, "crashed_process",
+             "rank 1 SIGKILLs itself before its step-4 all_reduce and writes no dump; the others time out"),
+    "subgroup-hang": ("subgroup-hang", 3, "hung_process",
+                      "pairs {0,1} and {2,3}; rank 3 sleeps for ever before the pair all_reduce of step 4: rank 2 "
+                      "waits in it, ranks 0 and 1 in the next step's global all_reduce"),
+    "p2p-hang": ("p2p-hang", 2, "hung_process",
+                 "a token goes round the ring every step (send to r+1, recv from r-1); rank 2 sleeps for ever before "
+                 "its step-4 send: gloo records send/recv in pg_status only, not as entries"),
+}
+JSON_SCENARIO = "hang-before"
+
+
+def bundle_name(scenario: str, cut: str = "") -> str:
+    _fault, rank, _, _ = SCENARIOS[scenario]
+    return f"fr-{scenario}-rank{rank}{cut}"
+
+
+def run(scenario: str, tmp: Path) -> str:
+    fault, rank, _, _ = SCENARIOS[scenario]
+    shutil.copy(HERE / JOB, tmp / JOB)
+    fault_env = {"FAULT": fault, "FAULT_RANK": str(rank), "FAULT_STEP": str(STEP)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAULT", "FR_", "TORCH_FR", "TORCH_NCCL"))}
+    env.update(fault_env, FR_DIR=str(tmp / "fr"), FR_JSON="1" if scenario == JSON_SCENARIO else "0")
+    cmd = [torchrun_bin(), "--nproc-per-node", str(WORLD), "--master-port", str(free_port()),
+           "--log-dir", str(tmp / "tl"), "--redirects", "3", "--tee", "3", JOB]
+    (tmp / "node01").mkdir()
+    with open(tmp / "node01" / "console.log", "wb") as console:
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=console, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            proc.wait(RUN_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+    shown = " ".join(f"{k}={v}" for k, v in fault_env.items())
+    return (f"{shown} FR_DIR=<tmp>/fr torchrun --nproc-per-node {WORLD} --master-port <free> "
+            f"--log-dir <tmp>/tl --redirects 3 --tee 3 {JOB}")
+
+
+def write_bundles(scenario: str, tmp: Path, command: str, tv: str) -> list[str]:
+    fault, rank, category, story = SCENARIOS[scenario]
+    dumps = sorted(p for p in (tmp / "fr").glob("comm_lib_trace_rank_*") if not p.name.endswith(".json"))
+    cuts: dict[str, list[tuple[Path, str]]] = {"": [], "-dumps": [(p, p.name) for p in dumps]}
+    if fault != "kill":
+        cuts["-dumps-no-culprit"] = [(p, p.name) for p in dumps if p.name != f"comm_lib_trace_rank_{rank}"]
+    for tree in (tmp / "tl").iterdir():  # torchrun's <log-dir>/<run id>/attempt_0/<rank>/…
+        cuts[""] += [(f, f"node01/{f.relative_to(tmp / 'tl')}") for f in sorted(tree.rglob("*.log"))]
+    cuts[""] += [(tmp / "node01" / "console.log", "node01/console.log")]
+    cuts[""] += [(p, f"node01/fr/{p.name}") for p in dumps]
+    if scenario == JSON_SCENARIO:
+        cuts["-json-dumps"] = [(p, p.name) for p in sorted((tmp / "fr").glob("*.json"))]
+    made = []
+    for cut, files in cuts.items():
+        name = bundle_name(scenario, cut) if cut != "-json-dumps" else f"fr-json-{scenario}-rank{rank}-dumps"
+        dest = FIXTURES / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        for src, rel in files:
+            (dest / "logs" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dest / "logs" / rel)
+        what = {"": "the logs (console and torchrun --log-dir tree) and every dump",
+                "-dumps": "the dumps alone", "-dumps-no-culprit": f"the dumps without rank {rank}'s",
+                "-json-dumps": "the JSON-form dumps (_dump_fr_trace_json) alone"}[cut]
+        present = [int(rel.rsplit("_", 1)[1].split(".")[0]) for _, rel in files if "comm_lib_trace_rank_" in rel]
+        spec: dict[str, Any] = {
+            "description": (f"Real torchrun + gloo run on torch {tv} (CPU), world size {WORLD}: {story}. Each rank "
+                            f"wrote its own real flight-recorder dump (fr_job.py). This bundle holds {what}"
+                            + (f" (dumps of ranks {sorted(set(present))})." if present else ".")),
+            "made_by": f"tests/generators/make_fr.py {scenario}: {command}",
+            "truth": {"fault": fault, "rank": rank, "phase": "execution", "category": category,
+                      "step": STEP, "dumps_of": sorted(set(present))},
+            "expect": {"status": "inconclusive"},
+        }
+        (dest / "expected.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=110), encoding="utf-8")
+        made.append(name)
+    return made
+
+
+def set_expect(name: str) -> None:
+    """`expect:` of a bundle: what triage says on it now (the injected truth stays under `truth:`)."""
+    from triage.api import analyze
+
+    dest = FIXTURES / name
+    spec = yaml.safe_load((dest / "expected.yaml").read_text(encoding="utf-8"))
+    verdict = analyze([dest / "logs"]).verdict
+    expect: dict[str, Any] = {"status": verdict.status.value}
+    if verdict.status.value == "diagnosed":
+        expect["phase"] = verdict.phase.value
+        expect["category"] = verdict.category.value
+        expect["culprits"] = [{"kind": "rank", "rank": c.rank} for c in verdict.culprits if c.kind == "rank"]
+        expect["culprits_exact"] = True
+    spec["expect"] = expect
+    (dest / "expected.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=110), encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    if "--expect" in argv:
+        for dest in sorted(FIXTURES.glob("fr-*/expected.yaml")):
+            set_expect(dest.parent.name)
+        return 0
+    names = argv or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    tv = torch_version()
+    for scenario in names:
+        t0 = time.monotonic()
+        tmp = Path(tempfile.mkdtemp(prefix=f"triage-fr-{scenario}-"))
+        command = run(scenario, tmp)
+        made = write_bundles(scenario, tmp, command, tv)
+        for name in made:
+            set_expect(name)
+        shutil.rmtree(tmp, ignore_errors=True)
+        print(f"{scenario}: {', '.join(made)} in {time.monotonic() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
