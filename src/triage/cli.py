@@ -319,6 +319,89 @@ def rules_test(
     raise typer.Exit(exitcodes.RULES_FAIL if result.failures else exitcodes.RULES_PASS)
 
 
+@app.command("watch", context_settings={"allow_interspersed_args": False},
+             help="Run a distributed job (triage watch [OPTIONS] -- COMMAND...) or attach to one (--pid PID), "
+             "follow its output, and when no rank progresses for the stall window take every rank's stacks "
+             "(py-spy), /proc state, RAS status and flight recorder, and give the verdict; --on-hang kill ends "
+             "the job. See docs/watch.md. Exit codes: the job's own when it ends by itself (after a post-mortem "
+             "verdict if it failed); with --on-hang kill, the verdict's: 1 hang diagnosed, 3 culprit not "
+             "settled; 2 usage error; 130 Ctrl-C.")
+def watch_command(
+    command: Annotated[list[str] | None, typer.Argument(
+        help="The job's command, after --: torchrun ..., srun ..., python train.py ...", show_default=False)]
+    = None,
+    pid: Annotated[int | None, typer.Option(
+        "--pid", min=1, help="Attach to a running job: its launcher's pid (torchrun, srun) or a rank's; "
+        "--pid 1 in a pod sharing its process namespace watches every process in it.")] = None,
+    stall: Annotated[float, typer.Option(
+        "--stall", min=1, metavar="SECONDS",
+        help="No rank progressing for this long is a hang (at least 3x the longest gap between step lines "
+             "seen; twice this before the first step line).")] = 180.0,
+    on_hang: Annotated[str, typer.Option(
+        "--on-hang", metavar="report|kill|wait",
+        help="report: print the verdict and keep watching; kill: print it and end the job's process tree "
+             "(SIGTERM, SIGKILL after --grace); wait: take the snapshot and keep watching quietly.")] = "report",
+    grace: Annotated[float, typer.Option("--grace", min=0, metavar="SECONDS",
+                                         help="Between SIGTERM and SIGKILL with --on-hang kill.")] = 10.0,
+    native: Annotated[bool, typer.Option("--native", help="Stacks with C/C++ frames too (py-spy --native).")]
+    = False,
+    logs: Annotated[list[Path] | None, typer.Option(
+        "--logs", metavar="DIR", help="The job's own log folder, followed and analysed too (repeatable).")] = None,
+    folder: Annotated[Path | None, typer.Option(
+        "--dir", metavar="DIR", help="Where the job's output, watch.log and the snapshots are kept "
+        "(default: ./triage-watch-<UTC time>).")] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help=f"Format of the verdict on stdout: {', '.join(FORMATS)} (default terminal).",
+        show_default=False)] = None,
+    output: Annotated[list[str] | None, typer.Option(
+        "--output", "-o", metavar="[FORMAT=]PATH", help="Also write the verdict as FORMAT to PATH (repeatable), "
+        "as `triage analyze -o`.")] = None,
+    fail_on: Annotated[str, typer.Option(
+        "--fail-on", metavar="STATUSES", help="Verdicts that exit non-zero after --on-hang kill.")]
+    = "diagnosed,inconclusive",
+    world_size: Annotated[int | None, typer.Option(
+        "--world-size", "-n", min=1, help="Number of ranks the job has, when its logs do not say.")] = None,
+    rules: Annotated[list[Path] | None, typer.Option(
+        "--rules", help="Extra folder of rule YAML files (repeatable).")] = None,
+    extract_to: Annotated[Path | None, typer.Option(
+        "--extract", metavar="FILE", help="Also write this node's evidence as a triage extract after each "
+        "snapshot and at the end (many nodes: `triage analyze` over every node's extract).")] = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", metavar="NAME", help="This node's name in the snapshot and the extract (default: hostname).")]
+    = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="With --output files, no verdict on stdout.")]
+    = False,
+) -> None:
+    from triage.report import outputs as report_outputs
+    from triage.watch import Options, watch
+    from triage.watch.run import ON_HANG
+
+    if (pid is None) == (not command):
+        raise UserError("give the job's command after -- (triage watch -- torchrun ...) or --pid PID, not both")
+    if on_hang not in ON_HANG:
+        raise UserError(f"--on-hang must be one of {', '.join(ON_HANG)}, not {on_hang!r}")
+    if host is not None:
+        from triage.api import check_host
+
+        try:
+            check_host(host)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    try:
+        outputs = report_outputs.plan(fmt, output or [], quiet=quiet)
+        failing = exitcodes.parse_fail_on(fail_on)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    options = Options(command=list(command or []), pid=pid, stall_s=stall, on_hang=on_hang, grace_s=grace,
+                      native=native, logs=list(logs or []), folder=folder, outputs=outputs, fail_on=failing,
+                      world_size=world_size, rules_dirs=list(rules or []), extract=extract_to, host=host)
+    try:
+        code = watch(options)
+    except (FileNotFoundError, PermissionError, ProcessLookupError) as exc:
+        raise UserError(f"cannot watch: {exc}") from None
+    raise typer.Exit(code)
+
+
 @ras_app.command("collect", help="Query NCCL's RAS service --count times, --every seconds apart, and save each "
                  "answer, byte for byte, as soon as it ends, in the --out folder as ras-<UTC time>Z.txt (.json); "
                  "an answer cut short is kept as ras-<UTC time>Z.partial.txt. `triage analyze` reads the folder. "

@@ -164,6 +164,11 @@ FIELDS: dict[str, Field] = {
     "fr_frames_total": Field("int", "flight-recorder entry: frames the entry had before they were cut to the innermost few"),
     "fr_thread": Field("str", "flight-recorder entry: thread_name (thread_id), 2.10"),
     "fr_kept": Field("str", "flight-recorder entry: why it got an event: `in-flight` (not known complete) or `last-completed`"),
+    # Configuration the logs echo, compared across ranks (triage.config).
+    "nccl_version": Field("str", "NCCL version a process loaded (`2.28.9`), from its banner"),
+    "cuda_version": Field("str", "CUDA version NCCL was built for (`12.8`), from its banner"),
+    "env_name": Field("str", "a setting the log echoes: `NCCL_SOCKET_IFNAME` of `… set by environment to eth0`"),
+    "env_value": Field("str", "the value it echoes for `env_name`"),
 }
 
 

@@ -33,7 +33,7 @@ from triage.fields import FIELDS
 from triage.model import Category, Kind, Phase
 from triage.textcheck import lone_surrogate
 
-FAMILIES = ("pytorch", "torchrun", "nccl", "gloo", "store", "python", "slurm", "hccl", "ras", "repro", "job")
+FAMILIES = ("pytorch", "torchrun", "nccl", "gloo", "store", "python", "slurm", "hccl", "ras", "repro", "job", "stack")
 SEVERITIES = ("info", "warning", "error", "fatal")
 RULE_PHASES = ("comm_init", "operator_load", "execution", "teardown", "any")
 # Kinds a rule may give its events (UNEXPLAINED is the scanner's own, for lines no rule knows).

@@ -15,7 +15,9 @@ src/triage/schemas/report-v1.schema.json, and regenerate docs/principles.md with
 from __future__ import annotations
 
 from triage.diagnose.principles import (
+    configuration,
     first_failure,
+    flight_recorder,
     mismatch,
     named,
     network,
@@ -23,6 +25,7 @@ from triage.diagnose.principles import (
     progress,
     ras,
     silent,
+    stacks,
     waits,
 )
 from triage.diagnose.principles.principle import Principle
@@ -36,6 +39,7 @@ PRINCIPLES: tuple[Principle, ...] = (
     mismatch.COLLECTIVE_MISMATCH_BY_FINGERPRINT,
     mismatch.PARAMETER_MISMATCH,
     mismatch.TLS_MISMATCH,
+    flight_recorder.PRINCIPLE,
     waits.DEVICE_LINK,
     waits.NEVER_CONNECTED,
     waits.CQE_ENDPOINT,
@@ -43,8 +47,10 @@ PRINCIPLES: tuple[Principle, ...] = (
     progress.LAGGING_RANK,
     progress.LATE_ARRIVAL,
     network.PRINCIPLE,
+    configuration.PRINCIPLE,
     peer_named.PRINCIPLE,
     ras.PRINCIPLE,
+    stacks.PRINCIPLE,
 )
 
 

@@ -123,5 +123,6 @@ PRINCIPLE = Principle(
             "timed out, a notify wait's remote rank (EI0002), a link that could not be built (beside "
             "EI0006), a connection closed by a peer whose address is one rank's (NCCL, gloo). That peer is "
             "the lead, at a capped score (it may have been held up by another; its log would say), and the "
-            "verdict says which logs would confirm it. Lines that are not failures name no one; several "
-            "peers named make no lead.")
+            "verdict says which logs would confirm it. With only one rank's log at hand this lead stands in "
+            "for the wait chain (one waiter cannot show where a chain ends). Lines that are not failures "
+            "name no one; several peers named make no lead.")
