@@ -123,3 +123,16 @@ def test_a_multi_stream_xz_crash_loop_is_bounded_and_folded(tmp_path: Path) -> N
     assert 0 < source.lines < 40 * 200_000
     assert {e.count for e in report.events} == {source.lines}  # every line read, folded into one
     assert [c.rank for c in report.verdict.culprits] == [0]
+
+
+def test_a_gzipped_crash_loop_is_read_whole(tmp_path: Path) -> None:
+    # One line a few hundred thousand times gzips at about 258:1: above the old ratio bound (200),
+    # far below deflate's own limit (about 1,032:1). Read whole, and folded into one event.
+    line = b"[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    (tmp_path / "rank0.log.gz").write_bytes(gzip.compress(line * 300_000, compresslevel=9))  # 23 MB
+    report = analyze([tmp_path])
+    (source,) = report.sources
+    assert not any("stopped reading" in note for note in source.notes), source.notes
+    assert source.lines == 300_000
+    assert {e.count for e in report.events} == {300_000}
+    assert [c.rank for c in report.verdict.culprits] == [0]

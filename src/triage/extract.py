@@ -144,6 +144,8 @@ def event_to_json(event: Event, source: str) -> dict[str, Any]:
         doc["count"] = event.count
     if event.last_line is not None:
         doc["last_line"] = event.last_line
+    if event.span and (last := event.last_time) is not None and math.isfinite(last):
+        doc["last_time"] = last  # the last copy's, where it is not the first's
     return doc
 
 
@@ -361,6 +363,12 @@ def event_from_json(doc: Any, source: str, what: str = "event") -> Event:
     count = _int(doc, "count", what, default=1)
     if count < 1:
         raise Malformed(f"{what}.count: a whole number >= 1 expected, not 0")
+    last_time = doc.get("last_time")
+    if last_time is not None:
+        if type(last_time) not in (int, float) or not math.isfinite(last_time):
+            raise Malformed(f"{what}.last_time: a number expected, not {_kind(last_time)}")
+        if time is None or count < 2:
+            raise Malformed(f"{what}.last_time: only an event with a time and a count above 1 has one")
     return Event(
         rule_id=rule,
         kind=_enum(Kind, doc.get("kind"), f"{what}.kind"),
@@ -377,6 +385,7 @@ def event_from_json(doc: Any, source: str, what: str = "event") -> Event:
         category=_enum(Category, category, f"{what}.category") if category is not None else None,
         count=count,
         last_line=_int(doc, "last_line", what, default=None),
+        span=round(last_time - time, 6) if last_time is not None and time is not None else 0.0,
     )
 
 

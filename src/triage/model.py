@@ -115,11 +115,15 @@ class Event:
     time_has_year: bool = True  # c10/glog clocks print no year; the job stage supplies it
     family: str = ""
     category: Category | None = None  # from the rule, for events that are a failure of their own
-    # Identical events of one source (a crash loop prints one line a million times) are folded
-    # into the first, where they are produced: how many there were, and the last one's line (same
-    # text, same time). `evidence` stays the first.
+    # Events of one source that are the same but for their time (a crash loop prints one line a
+    # million times, each stamped anew) are folded into the first, where they are produced: how many
+    # there were, the last one's line, and how long after the first it came (`last_time`).
+    # `evidence` and `time` stay the first's.
     count: int = 1
     last_line: int | None = None  # set when count > 1
+    # Seconds from `time` to the last copy's time (kept as a span, so that placing a yearless
+    # clock's year moves both); 0.0 when the copies share one time or carry none.
+    span: float = 0.0
     # Set by the identity stage: the ranks the message names are ranks of a sub-group, not global.
     names_group_ranks: bool = False
     # Who the line is about besides its writer, in global ranks: set once by the peer pass
@@ -131,6 +135,12 @@ class Event:
     @property
     def rank(self) -> int | None:
         return self.identity.rank
+
+    @property
+    def last_time(self) -> float | None:
+        """The last folded copy's time (a crash loop's "last seen"); None for a single event or
+        one without a time."""
+        return None if self.time is None or self.count == 1 else self.time + self.span
 
 
 @dataclass

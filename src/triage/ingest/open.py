@@ -28,7 +28,12 @@ MAX_MEMBER_BYTES = 64 << 30  # a member that inflates past this is cut: likely a
 # Decompression bombs, per input (one file, or stdin): what its compressed streams inflate to is
 # bounded in total, and, past a first stretch every real log gets, in ratio to the bytes read from it.
 MAX_EXPANDED_BYTES = 2 << 30  # decompressed bytes from one input, all its members together
-MAX_RATIO = 200  # decompressed bytes per compressed byte read (real logs: 5-50)
+# Decompressed bytes per compressed byte read. Real logs inflate 5-50 times, but a crash loop (one
+# line printed a million times) gzips at about 258:1, and a real gzipped crash loop must be read
+# whole: above deflate's own limit (about 1,032:1, what gzip makes of one byte repeated), no gzip
+# stream is ever cut by ratio. bzip2, xz and zstd go far past it (an xz of 2,000 MB of one line is
+# 300 KB, about 7,000:1): those are cut here, and every input by MAX_EXPANDED_BYTES.
+MAX_RATIO = 1100
 RATIO_GRACE_BYTES = 8 << 20  # the ratio is not judged before this much has been decompressed
 # A zip inside a compressed stream or another archive cannot be read in place (a zip needs seeks):
 # read into memory when it is at most this big, skipped with a reason when larger.

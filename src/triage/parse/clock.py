@@ -8,6 +8,7 @@ Times without a year are placed in `YEARLESS`, a leap year, until the job stage 
 from __future__ import annotations
 
 import calendar
+import functools
 
 import regex
 
@@ -48,3 +49,49 @@ def parse_time(text: str) -> tuple[float, bool] | None:
     # c10's fraction is CLOCK_MONOTONIC nanoseconds, not wall time: keep whole seconds for it.
     frac = m["frac"] if has_year and m["frac"] else ""
     return seconds + (float("0." + frac) if frac else 0.0), has_year
+
+
+# Every time stamp a line may carry (its envelope's, a launcher's): a date and time of day with
+# their fractions and zone, a glog/c10 `MMDD HH:MM:SS` after its severity letter, a bare time of
+# day. What a crash loop's line memory (parse/repeats.py) blanks to tell copies from other lines.
+_STAMP = regex.compile(
+    r"(?:\d{4}-\d\d-\d\d[-T _]|(?<=[FEWIV])\d{3,4} )?(?<!\d)\d\d:\d\d:\d\d(?:[.,:]\d+)*"
+    r"(?:Z|[+-]\d\d:?\d\d(?!\d))?")
+# What `parse_time` reads in one of them, up to its seconds.
+_PIECE = regex.compile(
+    r"(?:(20\d\d)-(\d\d)-(\d\d)[-T _]|(\d{1,2}?)(\d\d) )(\d\d):(\d\d):(\d\d)")
+
+
+def stamp_spans(text: str) -> list[tuple[int, int]]:
+    """Where the text's time stamps are: two lines that differ only there differ only in when
+    they were written (counters and other numbers are no stamps)."""
+    return [m.span() for m in _STAMP.finditer(text)] if ":" in text else []
+
+
+def stamp_time(piece: str) -> tuple[float, bool] | None:
+    """The time of one stamp that `stamp_spans` found, as `parse_time` reads it in its line (a time
+    of day alone is none)."""
+    cut = len(piece)
+    for sep in ".,":
+        at = piece.find(sep)
+        if 0 <= at < cut:
+            cut = at
+    whole = _whole(piece[:cut])
+    if whole is None or not whole[1] or cut == len(piece):
+        return whole  # c10's fraction is a monotonic clock: see parse_time
+    frac = piece[cut + 1:cut + 7]
+    digits = len(frac) - len(frac.lstrip("0123456789"))
+    return (whole[0] + float("0." + frac[:digits]), True) if digits else whole
+
+
+@functools.lru_cache(maxsize=256)  # a crash loop prints many lines a second
+def _whole(head: str) -> tuple[float, bool] | None:
+    m = _PIECE.match(head)
+    if m is None:
+        return None
+    y, mo, d, gmo, gd, h, mi, s = m.groups()
+    month, day = int(mo or gmo), int(d or gd)
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    seconds = calendar.timegm((int(y) if y else YEARLESS, month, day, int(h), int(mi), int(s), 0, 0, 0))
+    return float(seconds), y is not None

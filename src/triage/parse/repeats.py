@@ -1,100 +1,271 @@
-"""Fold a crash loop: identical events of one source become one event with a count.
+"""Fold a crash loop: events of one source that are the same but for their time become one event.
 
-A rank in a crash loop prints one error line thousands or millions of times. Each copy would be one
+A rank in a crash loop prints one error line thousands or millions of times, each copy in its own
+envelope: the time advances, the writer (rank prefix, host, pid, tid) stays. Each copy would be one
 more event for the job model, the diagnosis and every report to carry, and one more trip through
 the rules. So, per source, where events are produced:
 
-- an event identical to an earlier one of the source (same rule, message, fields, writer, time and
-  line text: only its line number differs) is not kept again; the first one counts it
-  (`Event.count`) and notes the last one's line (`Event.last_line`);
+- an event that is the same as an earlier one of the source but for its time (same rule, message,
+  fields, writer, family, and line text once its time stamps are blanked: `clock.stamp_spans`) is not
+  kept again; the first one counts it (`Event.count`) and notes the last one's line and time
+  (`Event.last_line`, `Event.last_time`). Its `time` stays the first copy's, which is all that the
+  diagnosis reads. A copy more than `EPISODE_GAP_S` after the last one is another episode (a
+  restart, a later run): a new event.
 - a line whose events depend on nothing but its own text (every rule that may explain it matched
   the line alone: no block of following lines, no hard-wrap join, no traceback to look ahead for)
-  is remembered with its events; the next copy of the line is counted on those events without a
-  rule being tried again. A line some rule only failed to explain was also tried glued to the next
-  lines (a hard wrap): it is remembered with the text of those lines, and a copy counts only when
-  followed by the same. That keeps a crash loop's scan linear at a few dict look-ups a line.
+  is remembered by that text with its time stamps blanked, which keeps the writer the envelope
+  names. The next copy is counted on those events without a rule being tried again: a dict
+  look-up, and its time read by the clock code for `last_time`. A line some rule only failed to
+  explain was also tried glued to the next lines (a hard wrap): it is remembered with the text of
+  those lines (their stamps blanked too), and a copy counts only when followed by the same.
+- that a line's events depend on its time only through `Event.time` is not assumed but seen: a
+  line is recalled for a copy of different time only once a first such copy, tried by the rules
+  in full, gave the same events (the fold key) with each event's time the line's own clock. A rule
+  that puts the time into its message does not pass, and its lines are tried one by one.
 
-Lines that differ (a timestamp or a counter that changes) are not identical events: they are kept
-one by one, in time linear in their number. Both memories are bounded: past their size, lines and
-events are simply not folded any more.
+Lines that differ in more than time (a counter in the message: a SeqNum, a retry count) are other
+events: they are kept one by one, in time linear in their number. Both memories are bounded: past
+their size, lines and events are simply not folded any more. What a log without repeats pays is
+kept small: a line that ends unlike every remembered one is no copy (its last characters tell,
+before its stamps are looked for), and the stamps of the lines after a remembered one are blanked
+only once a copy of it comes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from triage.model import Event
+from triage.parse.clock import stamp_spans, stamp_time
 
 MAX_LINES = 4096  # distinct lines remembered per source, with their events
-MAX_KEYS = 1 << 16  # distinct events remembered per source, to fold the identical ones
+MAX_KEYS = 1 << 16  # distinct events remembered per source, to fold the same ones
+# A copy this long after the last one is not the same crash loop going on: a restart, or a later
+# run appended to the file (the job stage tells runs hours apart by their events' times).
+EPISODE_GAP_S = 3600.0
+_CACHED = 64  # lines whose stamps are kept taken apart: a line is also read in its forerunners' context
+_TAIL = 16  # a line's last characters: no remembered line ends so, no copy of one (see `Repeats.tails`)
+
+Stamp = tuple[float, bool] | None  # a line's clock: (time, whether it gave the year), or None
+
+
+@dataclass
+class _Line:
+    """A remembered line: the fold keys of its events, and what decides whether a copy may be
+    counted on them."""
+
+    events: list[Event]  # what the first copy gave
+    keys: list[Hashable] | None  # their fold keys, once needed
+    open_world: bool  # an error mark no rule explains: see `Repeats.again`
+    line: str  # the first copy as written
+    after: str | bool  # the text of the lines after it as written, or False where they do not matter
+    clock: int | None  # which of its stamps is its events' time (-1: they have none; None: no stamp is)
+    stamp: Stamp  # what that stamp says
+    seen: bool = False  # a copy of another time gave the same events: copies are counted
+    varies: bool = False  # one gave other events: only exact copies are counted
 
 
 class Repeats:
     """What one source has produced so far, to fold what repeats it."""
 
     def __init__(self) -> None:
-        # line text -> the text of the lines after it (False: they do not matter) -> (its events,
-        # whether they came from the open world: see `again`)
-        self.lines: dict[str, dict[str | bool, tuple[list[Event], bool]]] = {}
+        # line text without its stamps -> the text of the lines after it without theirs (False:
+        # they do not matter) -> the line remembered
+        self.lines: dict[str, dict[str | bool, _Line]] = {}
+        # line text without its stamps -> lines remembered with the text after them, that text's
+        # stamps not blanked yet: done when a copy of the line comes (most lines have none)
+        self.unsettled: dict[str, list[_Line]] = {}
         self.size = 0
         self.keys: dict[Hashable, Event] = {}
         self.frozen = False  # a rule was dropped for this source (regex budget): nothing is recalled
+        self._split: dict[str, _Split] = {}  # the last few lines taken apart
+        # The last _TAIL characters of the lines remembered, where no stamp is among them: a line
+        # that ends otherwise is no copy, without being taken apart. None: some stamp was.
+        self.tails: set[str] | None = set()
+        self._last: _Split | None = None  # the last line taken apart
 
     def again(self, line: str, line_no: int, start: int, handled: set[int], end: int,
               context: Callable[[int], str | None]) -> bool:
         """Count a copy of a remembered line on its events; False when the line is not known.
 
         `context(end)` gives the text of the lines after it, for a line remembered with them."""
-        by_context = self.lines.get(line)
-        if by_context is None or self.frozen:
+        if self.frozen or not self.size or (self.tails is not None and line[-_TAIL:] not in self.tails):
+            return False
+        masked, pieces, *_ = self._split.get(line) or self._stamps(line)
+        by_context = self._by_context(masked)
+        if by_context is None:
             return False
         known = by_context.get(False)
-        if known is None and (after := context(end)) is not None:
-            known = by_context.get(after)
+        after: str | bool = False
+        if known is None and (text := context(end)) is not None:
+            after = text
+            known = by_context.get(self._unstamped(text))
         if known is None:
             return False
-        events, open_world = known
-        if open_world:
+        if known.line == line and known.after == after:
+            stamp = known.stamp  # the very same text: the same time
+        elif known.seen and not known.varies and known.clock is not None and known.clock < len(pieces):
+            stamp = stamp_time(pieces[known.clock]) if known.clock >= 0 else None
+        else:
+            return False  # not known yet to depend on its time through `Event.time` alone
+        firsts: list[Event] = []
+        for key in self._keys(known):
+            first = self.keys.get(key)
+            if first is None or (stamp is not None and _later_episode(first, stamp)):
+                return False  # tried in full: its events are new ones
+            firsts.append(first)
+        if known.open_world:
             # An error mark no rule explains: reported unless the line was part of an earlier
             # line's record, exactly as the line's own visit would decide.
             if start in handled:
                 return True
-            if events:
+            if firsts:
                 handled.add(start)
-        for event in events:
-            event.count += 1
-            event.last_line = line_no
+        for first in firsts:
+            _count(first, 1, line_no, stamp[0] if stamp else first.time)
         return True
 
-    def remember(self, line: str, events: list[Event], open_world: bool,
-                 after: str | bool) -> None:
+    def remember(self, line: str, events: list[Event], open_world: bool, after: str | bool) -> None:
         """Note a line whose events its text decides, with the text of the lines after it where
         that mattered (see the module's doc)."""
-        if self.size < MAX_LINES and not self.frozen:
-            self.lines.setdefault(line, {})[after] = (events, open_world)
+        if self.frozen:
+            return
+        masked, pieces, spans, *_ = self._stamps(line)
+        clock = _clock(events, pieces)
+        by_context = self._by_context(masked)
+        known = None
+        if by_context is not None:
+            known = by_context.get(self._unstamped(after) if isinstance(after, str) else False)
+        if known is None:
+            if self.size >= MAX_LINES:
+                return
+            stamp = stamp_time(pieces[clock]) if clock is not None and clock >= 0 else None
+            entry = _Line(events, None, open_world, line, after, clock, stamp)
+            if isinstance(after, str):
+                self.unsettled.setdefault(masked, []).append(entry)
+            else:
+                self.lines.setdefault(masked, {})[False] = entry
             self.size += 1
+            if spans and spans[-1][1] > len(line) - _TAIL:
+                self.tails = None
+            elif self.tails is not None:
+                self.tails.add(line[-_TAIL:])
+        elif known.line != line or known.after != after:  # a copy of another time: see the doc
+            if (clock is not None and clock == known.clock and open_world == known.open_world
+                    and [self._key(event) for event in events] == self._keys(known)):
+                known.seen = True
+            else:
+                known.varies = True
 
     def fold(self, events: list[Event]) -> list[Event]:
         """The events not seen before; those that were are counted on their first copy."""
         new: list[Event] = []
         for event in events:
-            key = _key(event)
+            key = self._key(event)
             first = self.keys.get(key)
-            if first is None:
-                if len(self.keys) < MAX_KEYS:
+            if first is None or _later_episode(first, (event.time, True) if event.time is not None else None):
+                if first is not None or len(self.keys) < MAX_KEYS:
                     self.keys[key] = event
                 new.append(event)
             elif first is not event:
-                first.count += event.count
-                first.last_line = event.last_line or event.evidence.line
+                _count(first, event.count, event.last_line or event.evidence.line,
+                       event.last_time if event.last_time is not None else event.time)
         return new
 
+    def _stamps(self, line: str) -> _Split:
+        """The line taken apart: its text without its stamps, and the stamps.
 
-def _key(event: Event) -> Hashable:
-    """All of an event but its line number: equal keys, identical events."""
-    who = event.identity
-    ev = event.evidence
-    return (event.rule_id, event.kind, event.phase, event.severity, event.message,
-            (who.rank, who.local_rank, who.host, who.pid, who.device, tuple(who.learnt_from.items())),
-            tuple(event.fields.items()), event.time, event.time_has_year, event.family, event.category,
-            ev.source, ev.text, ev.rule_id)
+        A crash loop's next copy has its stamps where the last one had them, as wide, and the
+        rest the same: taken apart by comparing it with that one (the stamps' pattern tells
+        digits from each other by none but their class), else by the pattern."""
+        split = self._split.get(line)
+        if split is not None:
+            return split
+        last = self._last
+        if last is not None and last[2] and len(line) == len(last[4]):
+            masked, _, spans, shape, before = last
+            a, b = spans[0][0], spans[-1][1]
+            if line[b:] == before[b:] and line[:a] == before[:a] and line[a:b].translate(_ZEROS) == shape:
+                split = (masked, [line[s:e] for s, e in spans], spans, shape, line)
+        if split is None:
+            spans = stamp_spans(line)
+            ends = [0] + [e for _, e in spans]
+            masked = "\x00".join(line[ends[i]:s] for i, (s, _) in enumerate(spans)) + "\x00" + line[ends[-1]:] \
+                if spans else line
+            shape = line[spans[0][0]:spans[-1][1]].translate(_ZEROS) if spans else ""
+            split = (masked, [line[s:e] for s, e in spans], spans, shape, line)
+        if len(self._split) >= _CACHED:
+            self._split.clear()
+        self._split[line] = self._last = split
+        return split
+
+    def _by_context(self, masked: str) -> dict[str | bool, _Line] | None:
+        """The lines remembered whose text without stamps is `masked`, by the text after them."""
+        for entry in self.unsettled.pop(masked, ()):
+            after = self._unstamped(entry.after) if isinstance(entry.after, str) else False
+            self.lines.setdefault(masked, {}).setdefault(after, entry)
+        return self.lines.get(masked)
+
+    def _keys(self, entry: _Line) -> list[Hashable]:
+        if entry.keys is None:
+            entry.keys = [self._key(event) for event in entry.events]
+        return entry.keys
+
+    def _key(self, event: Event) -> Hashable:
+        """All of an event but its line number and its time: equal keys, the same event.
+
+        The line's text counts with its time stamps blanked, and a `time` field (a rule's own
+        reading of the clock, which `Event.time` holds) not at all."""
+        who = event.identity
+        ev = event.evidence
+        fields = event.fields
+        if "time" in fields:
+            fields = {k: v for k, v in fields.items() if k != "time"}
+        return (event.rule_id, event.kind, event.phase, event.severity, event.message,
+                (who.rank, who.local_rank, who.host, who.pid, who.device, tuple(who.learnt_from.items())),
+                tuple(fields.items()), event.time is None, event.time_has_year, event.family, event.category,
+                ev.source, (self._split.get(ev.text) or self._stamps(ev.text))[0], ev.rule_id)
+
+    def _unstamped(self, text: str) -> str:
+        """The text of a line or a few with their time stamps blanked, from the lines' cache."""
+        split = self._split
+        masked = [(split.get(part) or self._stamps(part))[0] for part in text.split("\n")]
+        return masked[0] if len(masked) == 1 else "\n".join(masked)
+
+
+# A line taken apart (see `Repeats._stamps`): the line with its stamps blanked (each a NUL), its
+# stamps, where they are, the line from its first stamp to the end of its last with every digit a
+# 0, and the line. (A tuple: one is made for every line of a crash loop.)
+_Split = tuple[str, list[str], list[tuple[int, int]], str, str]
+
+
+_ZEROS = str.maketrans("123456789", "000000000")
+
+
+def _clock(events: list[Event], pieces: list[str]) -> int | None:
+    """Which of a line's stamps its events' time is: -1 where they have none, None where it is
+    none of them (a rule's own reading of another clock)."""
+    times = {(event.time, event.time_has_year) for event in events}
+    if not times or times == {(None, True)}:
+        return -1
+    if len(times) == 1:
+        (when,) = times
+        for at, piece in enumerate(pieces):
+            if stamp_time(piece) == when:
+                return at
+    return None
+
+
+def _count(first: Event, copies: int, line_no: int, when: float | None) -> None:
+    first.count += copies
+    first.last_line = line_no
+    if when is not None and first.time is not None:
+        first.span = round(when - first.time, 6)  # microseconds: the finest clock here
+
+
+def _later_episode(first: Event, stamp: Stamp) -> bool:
+    """Whether a copy at `stamp` comes so long after the last one that it is another episode."""
+    if stamp is None or first.time is None:
+        return False
+    return stamp[0] - (first.time + first.span) > EPISODE_GAP_S

@@ -215,11 +215,11 @@ def scan_text(matcher: Matcher, source: str, base: Identity, texts: Iterable[str
                                                   handled, repeats)
             # Line numbers below are counted back from `stop`: one pass over the buffer is enough.
             stop_line = line_no + newlines
-            events += _last_lines(matcher, source, base, buffer, stop, stop_line, handled)
+            events += repeats.fold(_last_lines(matcher, source, base, buffer, stop, stop_line, handled))
         finally:
             _BUDGET.reset(token)
         repeats.frozen = repeats.frozen or bool(stats.budget.dropped)
-        yield from repeats.fold(events)
+        yield from events
         handled = {at - stop for at in handled if at >= stop}
         _note_last_line(buffer, stop, stop_line, stats)
         line_no = stop_line
@@ -250,7 +250,8 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
     than the buffer holds (or a traceback's last line lies beyond it): those lines are carried
     into the next round. `handled` holds the starts of lines that a rule's block or a hard-wrap
     join consumed, or that were already marked unexplained: no unexplained event comes from them.
-    A line seen before whose events its text alone decides is counted on them (`repeats`).
+    A line seen before, but for its time stamps, whose events its text alone decides is counted
+    on them, and an event the same as an earlier one but for its time on that one (`repeats`).
     """
     events: list[Event] = []
     counted_to, line_no = 0, first_line
@@ -299,7 +300,7 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
             if alone and "near" not in decided:
                 _remember(repeats, line, opened, True, context(end) if decided else False)
             found = opened
-        events.extend(found)
+        events.extend(repeats.fold(found))  # a copy of an earlier event is counted on it
     return cut, events, line_no - first_line + buffer.count("\n", counted_to, cut)
 
 
