@@ -27,6 +27,7 @@ from triage.ingest.discover import iter_files, open_file
 from triage.ingest.open import Stream, Unreadable, display_name, expand, stdin_stream
 from triage.job import build_job
 from triage.model import Event, Identity, Report, RuleDoc, SourceInfo
+from triage.parse.fr.crosscheck import check_dump_ranks
 from triage.parse.scan import Matcher
 from triage.parse.source import scan_sources
 from triage.rules import Rule, load_rules
@@ -78,6 +79,7 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
         raise NoInput(sources)  # nothing read, or only empty inputs: no evidence is not health
     _note_name_clashes(sources)
     job = build_job(events, sources, world_size)
+    check_dump_ranks(sources, job.events)  # a dump's file-name rank against what the logs say
     verdict = diagnose(job)
     used = {e.rule_id for e in job.events} | {ev.rule_id for c in verdict.culprits for ev in c.evidence}
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,

@@ -60,6 +60,7 @@ FIELDS: dict[str, Field] = {
     "tag": Field("str", "HCCL operation tag: the op and its communicator's identifier (`AllReduce_group_name_1`)"),
     "nranks": Field("int", "ranks in the communicator; the world communicator has world-size ranks"),
     "world_size": Field("int", "ranks in the job"),
+    "node_count": Field("int", "nodes in the job (RAS's job summary)"),
     "connected": Field("str", "HCCL negotiation root: the ranks that connected (`[0000000000000000],[0000000000000002]`)"),
     "clients_expected": Field("int", "store clients the store server waited for (the world size)"),
     # Progress.
@@ -83,6 +84,7 @@ FIELDS: dict[str, Field] = {
     "tls_switch": Field("str", "TLS switch of the writer's device as HCCP reports it (`TLS SWITCH (1)`: 1 on, 0 off)"),
     "tls_enabled": Field("str", "devices HCCL lists with TLS enabled (EI0016), `[hostIp/deviceId]` entries"),
     "tls_disabled": Field("str", "devices HCCL lists with TLS disabled (EI0016), `[hostIp/deviceId]` entries"),
+    "detector_rank": Field("int", "the rank whose watchdog first detected a collective timeout (PyTorch's dump signal)"),
     "enqueued": Field("signed-int", "last enqueued collective sequence number (-1: none yet or unknown)"),
     "started": Field("signed-int", "last started collective sequence number (-1: none yet or unknown)"),
     "completed": Field("signed-int", "last completed collective sequence number (-1: none yet or unknown)"),

@@ -16,8 +16,9 @@ and cuts what it left the way people share it:
 - ``fr-json-…-dumps``: the JSON form (``_dump_fr_trace_json()``) of one scenario, alone.
 
 ``expected.yaml``: ``truth`` is what was injected; ``expect`` is what triage says on the bundle
-when it is written (the reasoning over dumps is not there yet: a later change raises ``expect``
-towards ``truth``). No file is edited: dumps and logs are copied as the run left them.
+when it is written (``--expect`` rewrites it; docs/flight-recorder.md lists where it falls short of
+``truth`` and why). A ``-dumps-no-culprit`` cut whose culprit is the highest rank gets
+``args: {world_size: 4}``: gloo dumps state no membership, so the world size is the user's to give. No file is edited: dumps and logs are copied as the run left them.
 
 Not run by CI (the bundles are committed); about 15-45 s per scenario, one at a time, each run
 killed after RUN_LIMIT_S. Usage, from ``tests/`` (or with PYTHONPATH=tests)::
@@ -132,6 +133,11 @@ def write_bundles(scenario: str, tmp: Path, command: str, tv: str) -> list[str]:
                       "step": STEP, "dumps_of": sorted(set(present))},
             "expect": {"status": "inconclusive"},
         }
+        if cut == "-dumps-no-culprit" and rank == WORLD - 1:
+            # gloo dumps state no membership: without the highest rank's dump, only the user can say
+            # the world had WORLD ranks (`--world-size`), as one does on a real job.
+            spec = {**{k: v for k, v in spec.items() if k != "expect"}, "args": {"world_size": WORLD},
+                    "expect": spec["expect"]}
         (dest / "expected.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=110), encoding="utf-8")
         made.append(name)
     return made
@@ -143,7 +149,7 @@ def set_expect(name: str) -> None:
 
     dest = FIXTURES / name
     spec = yaml.safe_load((dest / "expected.yaml").read_text(encoding="utf-8"))
-    verdict = analyze([dest / "logs"]).verdict
+    verdict = analyze([dest / "logs"], world_size=(spec.get("args") or {}).get("world_size")).verdict
     expect: dict[str, Any] = {"status": verdict.status.value}
     if verdict.status.value == "diagnosed":
         expect["phase"] = verdict.phase.value

@@ -146,7 +146,7 @@ def _diagnose(job: Job) -> Verdict:
         return _inconclusive(ctx, candidates, _missing(ctx))
     culprits = _with_host(ctx, winner.culprits)
     _set_roles(ctx, culprits)
-    advice = list((_ADVICE_HCCL if _ascend(job) else _ADVICE).get(winner.category, []))
+    advice = _fr_advice(job, winner, list((_ADVICE_HCCL if _ascend(job) else _ADVICE).get(winner.category, [])))
     return Verdict(
         status=Status.DIAGNOSED,
         phase=winner.phase if winner.phase is not Phase.TEARDOWN else Phase.UNKNOWN,
@@ -159,6 +159,27 @@ def _diagnose(job: Job) -> Verdict:
         hypothesis=winner.name,
         lost=lost,
     )
+
+
+# The flight-recorder settings that make a job leave dumps (docs/flight-recorder.md).
+FR_SETTINGS = ("Next run, make every rank leave a flight-recorder dump: TORCH_FR_BUFFER_SIZE=2000 (alias "
+               "TORCH_NCCL_TRACE_BUFFER_SIZE), TORCH_NCCL_DUMP_ON_TIMEOUT=1, TORCH_FR_DUMP_TEMP_FILE=<a directory "
+               "every node can write and you can collect>/comm_lib_trace_rank_ and TORCH_NCCL_ENABLE_TIMING=1 "
+               "(started vs scheduled); then run triage on the dumps with the logs. py-spy dump --pid <pid> on a "
+               "hung rank shows where it is stuck.")
+FR_READ = ("The flight-recorder evidence above cites dump:entry; the culprit's last completed op's stack is the "
+           "code it ran last. py-spy dump --pid <pid> on a rank still hung shows where it is now.")
+
+
+def _fr_advice(job: Job, winner: Hypothesis, advice: list[str]) -> list[str]:
+    """A hang with no dumps: name the settings that leave them; a verdict from dumps: how to read them."""
+    if winner.category is not Category.HUNG_PROCESS or _ascend(job):
+        return advice
+    if not job.progress.has_dumps:
+        return [a if not a.startswith("Next run: TORCH_NCCL_TRACE_BUFFER_SIZE") else FR_SETTINGS for a in advice]
+    if winner.name.startswith("fr-"):
+        return [a if not a.startswith("Next run: TORCH_NCCL_TRACE_BUFFER_SIZE") else FR_READ for a in advice]
+    return advice
 
 
 def _names(h: Hypothesis) -> set[tuple[str, int | None, str | None]]:
@@ -231,6 +252,10 @@ def _missing(ctx: Context, winner: Hypothesis | None = None) -> list[str]:
             hosts = ", ".join(c.host for c in winner.culprits if c.host)
             notes.append(f"the logs of the ranks on {hosts}, the far end these lines name, would say which of "
                          "them failed and why")
+    if job.progress.has_dumps and (no_dump := [r for r in ctx.expected if r not in job.progress.dumps]):
+        notes.append(f"the flight-recorder dump{'s' if len(no_dump) > 1 else ''} of rank{'s' if len(no_dump) > 1 else ''} "
+                     f"{fmt_ranks(no_dump)} {'are' if len(no_dump) > 1 else 'is'} missing (dumps of ranks "
+                     f"{fmt_ranks(sorted(job.progress.dumps))} were read)")
     no_log = [r for r, s in job.ranks.items() if not s.has_log]
     # A world too large to list rank by rank keeps the ranks nothing mentions as ranges.
     ranges = [str(a) if a == b else f"{a}-{b}" for a, b in job.unlisted]
@@ -298,8 +323,12 @@ def _undecided(ctx: Context, candidates: list[Hypothesis]) -> str:
         parts.append(f"{len(waiters)} of {total} ranks timed out or lost a peer" if known else
                      f"{len(waiters)} rank{'s' if len(waiters) != 1 else ''} here timed out or lost a peer")
         if no_log:
-            parts[-1] += (f"; ranks {fmt_ranks(no_log)} left no log, and the culprit is likely "
-                          "among them")
+            many = len(no_log) > 1
+            parts[-1] += f"; rank{'s' if many else ''} {fmt_ranks(no_log)} left no log here"
+            # Only a stated world size makes a rank without a log a rank that said nothing: one
+            # inferred from the highest rank seen says no more than that the rank exists.
+            if known:
+                parts[-1] += ", and the culprit is likely among them" if many else ", and it is likely the culprit"
         parts[-1] += "."
     said = [f"rank {r}: {lines[0].message}" for r in sorted(waiters)[:4]
             if (lines := ctx.facts[r].timeouts + ctx.facts[r].peer_errors)]

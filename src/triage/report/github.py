@@ -77,7 +77,8 @@ def lines(view: ReportView) -> list[str]:
     verdict = [view.headline, *(f"Culprit: {c}" for c in view.culprits)]
     if victims := victims_line(view):
         verdict.append(f"Victims: {victims}")
-    verdict += [f"Why: {v.reasoning}", *(f"Missing: {m}" for m in v.missing),
+    verdict += [f"Why: {v.reasoning}", *(f"Group: {g}" for g in view.progress),
+                *(f"Config: {c}" for c in view.config), *(f"Missing: {m}" for m in v.missing),
                 *(f"Next: {a}" for a in v.advice)]
     out += _group(f"triage: {view.status_label}", verdict)
     if view.findings:

@@ -41,7 +41,8 @@ _BAR_W = 560  # px of the timeline's time axis
 # (kind of mark, css class, label): the marks a timeline row can carry, in legend order.
 _MARKS = (("start", "m-start", "first timed line"), ("init", "m-init", "communicator init"),
           ("progress", "m-prog", "last progress"), ("error", "m-err", "first error"),
-          ("timeout", "m-tmo", "timeout"), ("exit", "m-exit", "exit / teardown"))
+          ("timeout", "m-tmo", "timeout"), ("exit", "m-exit", "exit / teardown"),
+          ("fr", "m-fr", "flight-recorder op in flight (dump)"))
 
 _SCRIPT = ("(function(){var d=document.documentElement;d.setAttribute('data-js-errors','0');"
            "window.addEventListener('error',function(){d.setAttribute('data-js-errors',"
@@ -92,7 +93,7 @@ text-align:left;vertical-align:top}th{font-size:12px;color:var(--dim);font-weigh
 .tl td.bar{width:__BAR_W__px;padding:2px 6px}.tl svg{display:block}
 .tl .who{white-space:nowrap;font-family:ui-monospace,monospace;font-size:12px}
 .m-start{fill:#6c757d}.m-init{fill:#2b6cb0}.m-prog{fill:var(--ok)}.m-err{fill:var(--culprit)}
-.m-tmo{fill:var(--failed)}.m-exit{fill:#333}
+.m-tmo{fill:var(--failed)}.m-exit{fill:#333}.m-fr{fill:#1f6fb4}
 .b-culprit{fill:var(--culprit);opacity:.35}.b-failed{fill:var(--failed);opacity:.35}
 .b-victim{fill:var(--victim);opacity:.35}.b-ok{fill:var(--ok);opacity:.35}
 .b-missing,.b-unknown,.b-silent{fill:var(--unknown)}
@@ -134,9 +135,18 @@ def page(view: ReportView) -> str:
         parts.append(_grid(view, evidence_of))
         parts.append(_timeline(view, evidence_of))
     parts.append(_evidence(view))
+    parts.append(_lines("groups", "Process groups (flight recorder)", view.progress))
+    parts.append(_lines("config", "Configuration that differs across ranks", view.config))
     parts.append(_unexplained(view.report.unexplained))
     parts.append(_sources(view.report))
     return _document(f"triage: {view.headline}", "\n".join(p for p in parts if p), view.version)
+
+
+def _lines(anchor: str, title: str, lines: list[str]) -> str:
+    if not lines:
+        return ""
+    return (f'<section id="{anchor}"><h2>{_e(title)}</h2><ul>'
+            + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul></section>")
 
 
 def _document(title: str, body: str, version: str) -> str:
@@ -299,7 +309,7 @@ def _marks(events: list[Event]) -> tuple[dict[str, float], list[str], float | No
         hits = [e for e in events if e.kind in kinds]
         if not hits:
             return
-        times = [e.time for e in hits if e.time is not None]
+        times = [_last(e) if last else e.time for e in hits if e.time is not None]
         if times:
             marks[kind] = max(times) if last else min(times)
         elif kind != "start":
@@ -310,9 +320,18 @@ def _marks(events: list[Event]) -> tuple[dict[str, float], list[str], float | No
     first("error", (Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED))
     first("timeout", (Kind.TIMEOUT,))
     first("exit", (Kind.EXIT, Kind.CONSEQUENCE))
+    in_flight = [e.time for e in events if e.rule_id == "fr-entry" and e.time is not None
+                 and e.fields.get("fr_kept", "").startswith("in-flight")]
+    if in_flight:  # the oldest op a dump shows still in flight: where the rank was waiting
+        marks["fr"] = min(in_flight)
     start = min((e.time for e in timed if e.time is not None), default=None)
-    end = max((e.time for e in timed if e.time is not None), default=None)
+    end = max((_last(e) for e in timed), default=None)
     return marks, untimed, start, end
+
+
+def _last(event: Event) -> float:
+    """When the event was last seen: its last folded copy's time, else its own."""
+    return event.last_time if event.last_time is not None else event.time or 0.0
 
 
 def _stories(view: ReportView) -> list[_Story]:
@@ -409,7 +428,7 @@ def _evidence(view: ReportView) -> str:
         against = f'<span class="tag">against {_e(f.culprit)}</span>'
         if f.repeats:
             against += (f'<span class="tag" title="{_e(f.repeats)}">\u00d7{f.count:,} '
-                        f'(lines {f.evidence.line}\u2013{f.last_line})</span>')
+                        f'(lines {f.evidence.line}\u2013{f.last_line}){_e(f.during)}</span>')
         out.append(f'<li id="ev-{n}"><code>{_e(f.location.label)}</code>{rule}{against}'
                    f"<pre>{_e(_clip(f.evidence.text))}</pre></li>")
     out.append("</ol>")

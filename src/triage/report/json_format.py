@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, TextIO
 
+from triage.config import build_config
 from triage.model import Culprit, Event, Evidence, Hypothesis, Report, Unexplained
+from triage.progress import Op, RankProgress, build_progress, describe
 from triage.report.views import ReportView, repeated
 from triage.unexplained import format_time, rule_command
 
@@ -78,9 +81,41 @@ def to_dict(report: Report) -> dict[str, Any]:
             }
             for g in report.groups.values()
         ],
+        "progress": _progress(report),
+        "config": [{"key": i.key, "values": [{"value": v, "ranks": r} for v, r in i.values.items()],
+                    "minority": i.minority, "majority": i.majority} for i in build_config(report.events)],
         "errors": [{"source": s.name, "reason": s.skipped} for s in report.sources if s.skipped],
         "unexplained": [_unexplained(u) for u in report.unexplained],
     }
+
+
+def _progress(report: Report) -> list[dict[str, Any]]:
+    prog = build_progress(report.events, report.groups)
+    if not prog.has_dumps:
+        return []  # the log-read groups are in `groups`
+    shown = sorted(prog.groups.values(), key=lambda g: (not g.dumped, g.stalled_since() or float("inf"), g.key))
+    return [{"key": g.key, "desc": g.desc, "default": g.default, "ranks": g.ranks,
+             "stalled_since": _utc(g.stalled_since()), "summary": describe(g),
+             "members": [_member(p) for _, p in sorted(g.by_rank.items())]} for g in shown]
+
+
+def _member(p: RankProgress) -> dict[str, Any]:
+    return {"rank": p.rank, "sources": p.sources(), "waiting": p.waiting, "idle": p.idle,
+            "enqueued": p.enqueued, "started": p.started, "completed": p.completed, "wrapped": p.wrapped,
+            "in_flight": [_op(o) for o in p.pending], "last_completed": _op(p.last_done) if p.last_done else None,
+            "log_enqueued": p.log_enqueued, "log_completed": p.log_completed, "log_stuck_seq": p.log_stuck_seq,
+            "ras_launched": p.ras_launched, "dump": p.dump.source if p.dump else None}
+
+
+def _op(o: Op) -> dict[str, Any]:
+    return {"seq": o.seq, "p2p": o.p2p, "op": o.op, "sizes": o.sizes, "dtypes": o.dtypes, "state": o.state,
+            "since": _utc(o.since), "timeout_s": o.timeout_s,
+            "stack": [f"{n} ({f}:{ln})" for n, f, ln in o.stack],
+            "evidence": f"{o.evidence.source}:{o.evidence.line}"}
+
+
+def _utc(t: float | None) -> str | None:
+    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
 
 
 def _unexplained(u: Unexplained) -> dict[str, Any]:
@@ -97,7 +132,12 @@ def _evidence(ev: Evidence, folded: dict[tuple[str, int], Event] | None = None) 
 
 
 def _repeats(event: Event) -> dict[str, Any]:
-    return {"count": event.count, "last_line": event.last_line} if event.count > 1 else {}
+    if event.count <= 1:
+        return {}
+    doc: dict[str, Any] = {"count": event.count, "last_line": event.last_line}
+    if event.span and event.last_time is not None:  # copies of other times: the last one's
+        doc["last_time"] = format_time(event.last_time)
+    return doc
 
 
 def _culprit(c: Culprit, folded: dict[tuple[str, int], Event]) -> dict[str, Any]:

@@ -52,6 +52,10 @@ def document(view: ReportView) -> ET.Element:
     for key, value in (("triage.version", view.version), ("triage.status", view.status.value),
                        ("triage.verdict", view.headline)):
         ET.SubElement(props, "property", name=key, value=_xml_safe(value))
+    for i, line in enumerate(view.progress):  # per process group, from the flight-recorder dumps
+        ET.SubElement(props, "property", name=f"triage.group.{i}", value=_xml_safe(line))
+    for i, line in enumerate(view.config):
+        ET.SubElement(props, "property", name=f"triage.config.{i}", value=_xml_safe(line))
     failures = skipped = 0
     for rank in view.ranks:
         case = _case(suite, f"rank {rank.rank}", f"{_SUITE}.{rank.host or 'ranks'}")

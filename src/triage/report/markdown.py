@@ -69,7 +69,9 @@ def verdict_summary(view: ReportView) -> str:
         if len(view.findings) > _MAX_FINDINGS:
             out.append(f"- … and {len(view.findings) - _MAX_FINDINGS} more (`--format json` lists them)")
         out.append("")
-    for title, items in (("Missing evidence", v.missing), ("Next steps", v.advice)):
+    for title, items in (("Process groups (flight recorder)", view.progress),
+                         ("Configuration that differs across ranks", view.config),
+                         ("Missing evidence", v.missing), ("Next steps", v.advice)):
         if items:
             out += [f"**{title}**", "", *(f"- {_plain(item)}" for item in items), ""]
     out += _rank_table(view)

@@ -74,7 +74,9 @@ def document(view: ReportView) -> dict[str, Any]:
             "properties": {"verdict": {"status": view.status.value, "phase": v.phase.value,
                                        "category": v.category.value, "confidence": v.confidence,
                                        "culprits": view.culprits, "reasoning": v.reasoning,
-                                       "summary": view.headline}},
+                                       "summary": view.headline},
+                           **({"groups": view.progress} if view.progress else {}),
+                           **({"config": view.config} if view.config else {})},
         }],
     }
 

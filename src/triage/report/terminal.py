@@ -77,10 +77,17 @@ def render(report: Report, view: ReportView | None = None) -> list[Text]:
             ev = finding.evidence
             line = Text(f"  {ev.source}:{ev.line}", style="cyan")
             if finding.repeats:
-                line.append(f"  \u00d7{finding.count:,} (lines {ev.line}\u2013{finding.last_line})", style="yellow")
+                line.append(f"  \u00d7{finding.count:,} (lines {ev.line}\u2013{finding.last_line}){finding.during}",
+                            style="yellow")
             line.append("\n    ")
             line.append(ev.text)  # literal: no markup is interpreted
             blocks.append(line)
+    if view.progress:
+        blocks.append(Text("\nProcess groups (flight recorder):", style="bold"))
+        blocks.extend(Text(f"  {line}") for line in view.progress)
+    if view.config:
+        blocks.append(Text("\nConfiguration that differs across ranks:", style="bold"))
+        blocks.extend(Text(f"  {line}") for line in view.config)
     if v.missing:
         blocks.append(Text("\nMissing evidence:", style="bold"))
         blocks.extend(Text(f"  • {m}") for m in v.missing)

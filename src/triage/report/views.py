@@ -6,10 +6,13 @@ rule a line came from, so `markdown`, `github`, `junit` and `sarif` cannot disag
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from triage.config import build_config
 from triage.model import Culprit, Event, Evidence, Kind, Report, Status
+from triage.progress import build_progress, describe
 from triage.ranks import fmt_ranks
 
 ARCHIVE_SEP = "!"  # a source inside an archive is named `archive!member`
@@ -45,19 +48,39 @@ class Finding:
     culprit: str  # who the line is evidence against, as the report names it (`rank 11 (node-b)`)
     rank: int | None
     location: Location
-    count: int = 1  # the line and its identical copies (a crash loop), folded where it was read
+    count: int = 1  # the line and its copies but for their time (a crash loop), folded where read
     last_line: int | None = None  # the last copy's line, when there were several
+    first_time: float | None = None  # the first and the last copy's times, where they differ
+    last_time: float | None = None
 
     @property
     def repeats(self) -> str:
-        """`repeated N times, last at line L` for a line a crash loop printed again; else ""."""
-        return repeats_label(self.count, self.last_line)
+        """`repeated N times, last at line L, from T1 to T2` for a line a crash loop printed again;
+        else ""."""
+        return repeats_label(self.count, self.last_line, self.first_time, self.last_time)
+
+    @property
+    def during(self) -> str:
+        """` from T1 to T2` where the copies' times differ; else ""."""
+        return time_span(self.first_time, self.last_time)
 
 
-def repeats_label(count: int, last_line: int | None) -> str:
+def repeats_label(count: int, last_line: int | None, first_time: float | None = None,
+                  last_time: float | None = None) -> str:
     if count <= 1:
         return ""
-    return f"repeated {count:,} times" + (f", last at line {last_line}" if last_line else "")
+    return (f"repeated {count:,} times" + (f", last at line {last_line}" if last_line else "")
+            + (f",{span}" if (span := time_span(first_time, last_time)) else ""))
+
+
+def time_span(first: float | None, last: float | None) -> str:
+    """` from 10:00:01 to 10:12:41` (dates shown where the two days differ), or ""."""
+    if first is None or last is None or round(first) == round(last):
+        return ""
+    same_day = int(first) // 86400 == int(last) // 86400
+    shown = "%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S"
+    return (f" from {time.strftime(shown, time.gmtime(int(first)))}"
+            f" to {time.strftime(shown, time.gmtime(int(last)))}")
 
 
 def repeated(events: list[Event]) -> dict[tuple[str, int], Event]:
@@ -87,6 +110,10 @@ class ReportView:
     victims: list[int]
     findings: list[Finding]
     ranks: list[RankView]
+    # Per process group, how far its members got (dumps, logs, RAS): the groups that matter, one line each.
+    progress: list[str] = field(default_factory=list)
+    # Settings the ranks state differently (`nccl: 2.28.9 on ranks 0-2; 2.27.5 on rank 3`).
+    config: list[str] = field(default_factory=list)
 
     @property
     def version(self) -> str:
@@ -140,18 +167,44 @@ def build(report: Report) -> ReportView:
         report=report, status=v.status, status_label=label, headline=headline,
         culprits=[f"{who(c)} — {c.reason}" for c in v.culprits], hosts=dict(sorted(hosts.items())),
         victims=[r.rank for r in ranks if r.role == "victim"], findings=findings, ranks=ranks,
+        progress=progress_lines(report), config=[i.label() for i in build_config(report.events)],
     )
 
 
+PROGRESS_GROUPS = 6  # groups shown: those with work in flight or a member behind, earliest stall first
+
+
+def progress_lines(report: Report) -> list[str]:
+    """`pair1 (ranks 2-3): rank 3 never enqueued ALL_REDUCE #5 …; rank 2 waiting in ALL_REDUCE #5 since …`
+    for the groups whose dumps or logs show work in flight (the groups that matter)."""
+    prog = build_progress(report.events, report.groups)
+    if not prog.has_dumps:
+        return []
+    shown = [g for g in prog.groups.values() if g.dumped and any(p.waiting for p in g.by_rank.values())]
+    shown.sort(key=lambda g: (g.stalled_since() or float("inf"), g.key))
+    lines = [describe(g) for g in shown[:PROGRESS_GROUPS]]
+    if len(shown) > PROGRESS_GROUPS:
+        lines.append(f"… {len(shown) - PROGRESS_GROUPS} more groups with work in flight (--format json lists them)")
+    return lines or [f"no work in flight in any of the {len(prog.groups)} groups the dumps hold"]
+
+
 def _repeats(event: Event | None) -> dict[str, Any]:
-    return {"count": event.count, "last_line": event.last_line} if event is not None else {}
+    if event is None:
+        return {}
+    return {"count": event.count, "last_line": event.last_line,
+            "first_time": event.time if event.last_time is not None else None, "last_time": event.last_time}
 
 
 def _timeline(events: list[Event]) -> list[Event]:
-    notable = [e for e in events if e.kind in _TIMELINE_KINDS]
+    notable = [e for e in events if e.kind in _TIMELINE_KINDS or _fr_in_flight(e)]
     timed = sorted((e for e in notable if e.time is not None), key=lambda e: e.time or 0.0)
     untimed = [e for e in notable if e.time is None]
     return (timed + untimed)[:_TIMELINE_MAX]
+
+
+def _fr_in_flight(event: Event) -> bool:
+    """A flight-recorder entry still in flight when the dump was written: on the rank's timeline."""
+    return event.rule_id == "fr-entry" and event.fields.get("fr_kept", "").startswith("in-flight")
 
 
 def victims_line(view: ReportView) -> str | None:
