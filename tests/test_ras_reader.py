@@ -41,11 +41,17 @@ def test_real_dumps(name: str, status: str, category: str, ranks: list[int]) -> 
 
 def test_the_garbled_text_of_2_28_still_names_the_process() -> None:
     """2.26-2.28 lose the world communicator after one with missing ranks and print a phantom
-    `0 ranks INIT` row: no rank can be named, the process can, and the phase is not init."""
+    `0 ranks INIT` row: no rank can be named, the process can, and the phase is not init. Its host
+    is the job's only node, so naming the host names every rank: the process is a lead (below 0.5),
+    and the verdict says why."""
     verdict = _verdict(CAPTURED / "run1-killed.txt")
     assert verdict["phase"] == "execution"
-    assert [(c["kind"], c["host"]) for c in verdict["culprits"]] == [("host", "127.0.0.1")]
-    assert "process 444" in verdict["culprits"][0]["reason"]
+    assert verdict["status"] == "inconclusive" and verdict["culprits"] == []
+    (lead,) = verdict["hypotheses_lost"]
+    assert lead["score"] < 0.5
+    assert [(c["kind"], c["host"]) for c in lead["culprits"]] == [("host", "127.0.0.1")]
+    assert "process 444" in lead["culprits"][0]["reason"]
+    assert "every host of the job" in verdict["reasoning"]
 
 
 def test_a_straggler_lead_quotes_the_rank_and_asks_for_another_snapshot() -> None:

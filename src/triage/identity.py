@@ -5,8 +5,8 @@ line's launcher prefix and writer envelope say (`[rank3]:`, `[default3]:`, `host
 the first lines of a source say. Here those observations are weighed by an ordered list of
 resolvers, each filling only what is still unknown and recording how it learnt it:
 
-  path → first lines → line prefixes → process-group prefixes → stated ranks → communicator
-  lines → HCCL key info → host slots → pids → (stated ranks settled against their file's writer)
+  path → launcher consoles → first lines → line prefixes → process-group prefixes → stated ranks
+  → communicator lines → HCCL key info → host slots → pids → torchrun log dirs → (stated ranks settled)
 
 What one line of a file establishes about its writer (the world communicator's `rank r nranks n`,
 a `host:pid` prefix seen with a rank) holds for the whole file and for that pid everywhere. Path
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 import regex
 
-from triage.ingest.identity import identity_from_path
+from triage.ingest import identity as layout
+from triage.ingest.identity import group_key, identity_from_path
 from triage.model import Event, Identity, Kind, SourceInfo
 
 # `[PG ID 2 PG GUID 3(tp) Rank 1]` (2.5+), `[PG 3 (tp) Rank 1]` / `[PG 3 Rank 1]` (2.2-2.4).
@@ -40,6 +40,8 @@ _DEFAULT_DESCS = {"default_pg", "undefined", ""}
 # Families whose `rank` field names the writer (or the worker a launcher line is about).
 _RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
 _LAUNCHERS = ("torchrun", "slurm")
+_PID_OWN = "pid seen in the rank's own lines"
+_PID_RECORD = "pid in the launcher's record of the rank"
 
 
 @dataclass
@@ -95,15 +97,10 @@ def resolve(events: list[Event], sources: list[SourceInfo], world_size: int | No
     for source in sources:
         source.identity = state.writers.of_source(source.name)
         source.conflicts = state.writers.conflicts.get(group_of[source.name], [])
+        note = layout.ONE_NODE_NOTE.format(rank=source.identity.rank)
+        if source.identity.learnt_from.get("rank") == layout.ONE_NODE and note not in source.notes:
+            source.notes.append(note)
     return state.writers
-
-
-def group_key(name: str) -> str:
-    """Sources written by the same process share a key: torchrun's stdout.log and stderr.log."""
-    parts = name.replace("!", "/").rsplit("/", 2)
-    if len(parts) > 1 and parts[-1] in ("stdout.log", "stderr.log", "error.json") and parts[-2].isdigit():
-        return str(PurePosixPath("/".join(parts[:-1])))
-    return name
 
 
 # --- resolvers, in order ---------------------------------------------------------------------
@@ -111,7 +108,7 @@ def group_key(name: str) -> str:
 def from_path(state: _State) -> None:
     """The source's path, less the folders that every source shares."""
     names = [s.name for s in state.sources]
-    shared = _shared_folders(names)
+    shared = layout.shared_folders(names)
     for source in state.sources:
         parts = source.name.replace("\\", "/").replace("!", "/").split("/")
         keep = shared
@@ -138,12 +135,31 @@ def from_path(state: _State) -> None:
         state.writers.identities[key] = found
 
 
+def from_launcher_consoles(state: _State) -> None:
+    """A launcher console whose own lines name several workers (local ranks, pids it signals) mixes
+    their output: a `[rankN]:` prefix is that line's writer only, an unprefixed line's is unknown."""
+    workers: dict[str, set[str]] = defaultdict(set)
+    signalled: list[tuple[str, str]] = []
+    for event in state.events:
+        key, fields = state.writers.group_of[event.evidence.source], event.fields
+        if event.family not in _LAUNCHERS:
+            continue
+        if fields.get("local_rank", "").isdigit():
+            workers[key] |= {str(int(fields["local_rank"])), "pid " + fields.get("pid", "?")}
+        elif event.kind is Kind.CONSEQUENCE and fields.get("pid", "").isdigit():
+            signalled.append((key, "pid " + fields["pid"]))  # `Sending process 4242 closing signal`
+    for key, pid in signalled:
+        workers[key].add(pid if pid in workers[key] else pid + " (signalled)")
+    state.interleaved |= {key for key, named in workers.items()
+                          if sum(not n.startswith("pid ") or n.endswith("(signalled)") for n in named) > 1}
+
+
 def from_first_lines(state: _State) -> None:
     """What the first lines of a source say (`[rank3]:` prefixes, NCCL `host:pid` prefixes)."""
     for source in state.sources:
         key = state.writers.group_of[source.name]
         ident = state.writers.identities[key]
-        if source.head_ranks and source.head_writers <= 1:
+        if source.head_ranks and source.head_writers <= 1 and key not in state.interleaved:
             rank, count = Counter(source.head_ranks).most_common(1)[0]
             if count >= 0.8 * sum(source.head_ranks.values()):
                 _set(state, key, ident, "rank", rank, "[rankN]: prefixes of the first lines")
@@ -167,7 +183,7 @@ def from_line_prefixes(state: _State) -> None:
             locals_seen[key].add(event.identity.local_rank)
     # A launcher console or a Slurm output file interleaves many workers (and hosts): each of its
     # lines keeps its own writer, and nothing one line says is the whole file's.
-    state.interleaved = {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
+    state.interleaved |= {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
     state.interleaved |= {key for key, seen in locals_seen.items() if len(seen) > 1}
     state.interleaved |= {key for key, counts in line_ranks.items()
                           if counts.most_common(1)[0][1] < 0.8 * sum(counts.values())}
@@ -386,29 +402,69 @@ def from_host_slots(state: _State) -> None:
 def from_pids(state: _State) -> None:
     """A pid seen with a rank is that rank everywhere: NCCL_DEBUG_FILE files, plogs, agent lines."""
     pid_ranks: dict[int, Counter[int]] = defaultdict(Counter)
+    recorded: set[int] = set()  # pids a launcher's record names with their rank
+    own: set[int] = set()  # pids seen on the rank's own lines
     for event in state.events:
         if event.identity.pid is not None and event.identity.rank is not None:
             pid_ranks[event.identity.pid][event.identity.rank] += 1
+            own.add(event.identity.pid)
         pid, rank = event.fields.get("pid", ""), event.fields.get("rank", "")
         if event.family == "hccl" and pid.isdigit() and rank.isdigit() and "pg_rank" not in event.fields:
             # torch_npu's footer names a process and its rank: `(PID:3215080, Device:3, RankID:3)`
             pid_ranks[int(pid)][int(rank)] += 1
+        elif _launcher_record(event) and pid.isdigit():
+            # torchrun's failure record: `rank : 3 (local_rank: 3)` / `exitcode : -15 (pid: 4242)`
+            pid_ranks[int(pid)][int(rank)] += 1
+            recorded.add(int(pid))
     for ident in state.writers.identities.values():
         if ident.pid is not None and ident.rank is not None:
             pid_ranks[ident.pid][ident.rank] += 1
     known = {pid: counts.most_common(1)[0][0] for pid, counts in pid_ranks.items()
              if len(counts) == 1}  # a pid reused by two ranks (two hosts) says nothing
+    def how(pid: int) -> str:
+        return _PID_OWN if pid in own or pid not in recorded else _PID_RECORD
+
     for key, ident in state.writers.identities.items():
         if ident.rank is None and ident.pid in known:
-            _set(state, key, ident, "rank", known[ident.pid], "pid seen in the rank's own lines")
+            _set(state, key, ident, "rank", known[ident.pid], how(ident.pid))
     for event in _still_unknown(state):
         ident = event.identity
         pid = event.fields.get("pid", "")
         for candidate in (ident.pid, int(pid) if pid.isdigit() else None):
             if candidate is not None and candidate in known:
                 ident.rank = known[candidate]
-                ident.learnt_from["rank"] = "pid seen in the rank's own lines"
+                ident.learnt_from["rank"] = how(candidate)
                 break
+
+
+def from_log_dirs(state: _State) -> None:
+    """torchrun's `--log-dir` layout names a file's local rank; its node's base gives the rank.
+
+    The files under one `<run_id>_<rand>/` are one node's workers: where some are known by rank,
+    the others are that base (rank - local rank) plus their local rank. Where none is and the job
+    shows one node (one log dir, one host at most, no rank that differs from its local rank), the
+    local rank is the rank, and the identity says it was taken so.
+    """
+    by_dir: dict[str, list[tuple[str, Identity]]] = defaultdict(list)
+    for key, ident in state.writers.identities.items():
+        if ident.learnt_from.get("local_rank") == layout.TORCHRUN_LOCAL and (d := layout.log_dir(key)) is not None:
+            by_dir[d].append((key, ident))
+    hosts = {i.host for i in state.writers.identities.values() if i.host} | {
+        e.identity.host for e in state.events if e.identity.host}
+    offset = any(e.identity.rank is not None and e.identity.local_rank is not None  # a node not the first
+                 and e.identity.rank != e.identity.local_rank for e in state.events)
+    offset |= any(_launcher_record(e) and e.fields["rank"] != e.fields["local_rank"] for e in state.events)
+    single = len(by_dir) == 1 and len(hosts) <= 1 and not offset
+    for members in by_dir.values():
+        bases = {i.rank - i.local_rank for _, i in members if i.rank is not None and i.local_rank is not None}
+        for key, ident in members:
+            if ident.rank is not None or ident.local_rank is None or not (len(bases) == 1 or (single and not bases)):
+                continue
+            base, how = (next(iter(bases)), layout.NODE_BASE) if bases else (0, layout.ONE_NODE)
+            rank = base + ident.local_rank
+            if rank >= 0 and not (state.world_size and rank >= state.world_size):
+                _set(state, key, ident, "rank", rank, how)
+    list(_still_unknown(state))  # the files' lines take their writer's rank
 
 
 def settle_stated_ranks(state: _State) -> None:
@@ -433,8 +489,8 @@ def settle_stated_ranks(state: _State) -> None:
 
 
 RESOLVERS: tuple[Callable[[_State], None], ...] = (
-    from_path, from_first_lines, from_line_prefixes, from_group_prefixes, from_stated_ranks,
-    from_communicators, from_key_info, from_host_slots, from_pids, settle_stated_ranks,
+    from_path, from_launcher_consoles, from_first_lines, from_line_prefixes, from_group_prefixes, from_stated_ranks,
+    from_communicators, from_key_info, from_host_slots, from_pids, from_log_dirs, settle_stated_ranks,
 )
 
 
@@ -488,7 +544,7 @@ def about_another(event: Event) -> bool:
     it names: not a line that rank wrote."""
     return event.family in (*_LAUNCHERS, "ras") and event.identity.learnt_from.get("rank") in (
         "rank named in the message", "host and local rank, matched elsewhere",
-        "host's rank base plus local rank", "pid seen in the rank's own lines")
+        "host's rank base plus local rank", _PID_OWN, _PID_RECORD)
 
 
 def _launcher_record(event: Event) -> bool:
@@ -503,7 +559,7 @@ def _node_scopes(state: _State) -> dict[str, str]:
     first folder below the ones every source shares (`x/console.log`, `x/logs/…/attempt_0/1/…`),
     or the file itself when the nodes' consoles lie side by side (`vm-a.log`, `vm-b.log`)."""
     names = sorted(set(state.writers.group_of) | {e.evidence.source for e in state.events})
-    shared = _shared_folders(names)
+    shared = layout.shared_folders(names)
     scopes: dict[str, str] = {}
     for name in names:
         parts = name.replace("\\", "/").replace("!", "/").split("/")
@@ -523,19 +579,6 @@ def _shared_hostnames(seen: list[tuple[str, int, int, str]]) -> set[str]:
     for (host, _), by_rank in ranks_at.items():
         if len(by_rank) > 1 and len(set().union(*by_rank.values())) > 1:
             shared.add(host)
-    return shared
-
-
-def _shared_folders(names: list[str]) -> int:
-    """How many leading folders every source shares (never the file name itself)."""
-    split = [n.replace("\\", "/").replace("!", "/").split("/")[:-1] for n in names]
-    if not split:
-        return 0
-    shared = 0
-    for parts in zip(*split, strict=False):
-        if len(set(parts)) != 1:
-            break
-        shared += 1
     return shared
 
 

@@ -18,6 +18,7 @@ from triage.groups import build_groups
 from triage.identity import about_another, resolve
 from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
 from triage.peers import resolve_peers
+from triage.progress import Progress, build_progress
 from triage.ranks import parse_ranks
 
 # A world size is a number a log or a user states, never an allocation size: up to this many ranks
@@ -36,6 +37,8 @@ class Job:
     groups: dict[str, ProcessGroup] = field(default_factory=dict)  # process groups seen
     # Ranks of a world larger than DENSE_RANKS that left no log and no event: (first, last) ranges.
     unlisted: list[tuple[int, int]] = field(default_factory=list)
+    # Each group's progress from dumps, logs and RAS together (triage.progress).
+    progress: Progress = field(default_factory=Progress)
 
     def hosts(self) -> dict[str, list[int]]:
         by_host: dict[str, list[int]] = defaultdict(list)
@@ -92,6 +95,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 state(rank)
     for st in ranks.values():
         place_milestone(st)
+    _past_first_collective(ranks, ordered)
     job = Job(
         ranks=dict(sorted(ranks.items())),
         world_size=size,
@@ -102,6 +106,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         unlisted=_gaps(ranks, size),
     )
     resolve_peers(job)  # who each line is about besides its writer: needs the ranks, hosts and groups
+    job.progress = build_progress(job.events, job.groups)  # RAS lines need the peer pass's ranks
     return job
 
 
@@ -144,6 +149,19 @@ def place_milestone(state: RankState) -> None:
             best, evidence = reached, event.evidence
     state.milestone = best
     state.milestone_evidence = evidence
+
+
+def _past_first_collective(ranks: dict[int, RankState], events: list[Event]) -> None:
+    """A collective needs every member: once any writer completed one, even a line whose writer is
+    not known (a console that interleaves its workers' unprefixed output), every rank that had
+    finished init completed it too."""
+    done = next((e for e in events if e.identity.rank is None and e.family not in ("torchrun", "slurm", "ras")
+                 and (m := milestone_of(e)) is not None and m >= Milestone.FIRST_COLLECTIVE), None)
+    if done is None:
+        return
+    for st in ranks.values():
+        if st.milestone == Milestone.INIT_DONE:
+            st.milestone, st.milestone_evidence = Milestone.FIRST_COLLECTIVE, done.evidence
 
 
 def milestone_of(event: Event) -> Milestone | None:

@@ -5,7 +5,7 @@ rank completed one, the job was past its first collective: a later failure is in
 When init was behind the ranks but no collective ever completed, the first one failed
 (`operator_load`). Before init completed, it is `comm_init`. Absence in a partial log is not
 evidence: that no collective completed, or that init never did, is read only from a log that holds
-the job's start (`_holds_start`); an excerpt keeps its failing lines' own phase. Only when no
+the job's start (`holds_start`); an excerpt keeps its failing lines' own phase. Only when no
 milestone says anything does the phase of the deciding line's rule stand — for an NCCL WARN whose
 rule says `any`, the backtrace NCCL prints after it (`chain_phase`) — and `unknown` only when
 nothing says.
@@ -83,21 +83,28 @@ def job_phase(job: Job, facts: dict[int, RankFacts], culprits: list[int] | None 
     if furthest == Milestone.INIT_DONE:
         if said is Phase.COMM_INIT and culprits and _before_init(job, culprits):
             return Phase.COMM_INIT
-        if said is Phase.UNKNOWN and not _waited_in_a_collective(facts):
-            # Init was behind the ranks (c10's `[rankN]:` prefix), nothing points at the first
-            # collective, and the failure is not a communication one: the job was running.
-            return Phase.EXECUTION
-        if said is not Phase.OPERATOR_LOAD and not _holds_start(job):
+        if said is not Phase.OPERATOR_LOAD and not holds_start(job):
             # Absence in a partial log is not evidence: an excerpt that shows no completed
             # collective does not show that the job was at its first one. Only a log that holds the
             # job's start can; else the failing lines' own phase stands (an IB completion error's or
             # a proxy error's execution, init inferred from that very line), `unknown` when none says.
+            if said is Phase.UNKNOWN and not _waited_in_a_collective(facts):
+                # Init was behind the ranks (c10's `[rankN]:` prefix), nothing points at the first
+                # collective, and the failure is not a communication one: the job was running.
+                return Phase.EXECUTION
             return said if said in _REAL else lines_phase(job)
+        # A log that holds the job's start shows init behind the ranks and no collective completed:
+        # whatever failed there, a wait or a rank's own error (an exception between init and the
+        # first collective), failed at the first collective.
         return Phase.OPERATOR_LOAD
-    if said is Phase.UNKNOWN and furthest is not None and (
-            furthest >= Milestone.RENDEZVOUS or (culprits and _failed_by_itself(facts, culprits) and _holds_start(job))):
+    if said is Phase.UNKNOWN and (
+            (furthest is not None and furthest >= Milestone.RENDEZVOUS)
+            or (culprits and _failed_by_itself(facts, culprits) and holds_start(job))):
         # No rank is known to have finished communicator init, and a rank failed on its own (or
-        # the ranks were still joining): the job never got past comm_init.
+        # the ranks were still joining): the job never got past comm_init. A log that holds the
+        # job's start (torchrun's console from its banner on) and in which no rank got as far as a
+        # line a rule knows says so too: a rank that exited there (a bare `exitcode: 1`) failed
+        # before anything past init was written.
         return Phase.COMM_INIT
     if said is Phase.UNKNOWN and furthest is None:
         # No milestone at all (a screen excerpt, a line whose writer is not known): the failure
@@ -161,7 +168,7 @@ def chain_phase(chain: list[Event]) -> Phase:
     return Phase.UNKNOWN
 
 
-def _holds_start(job: Job) -> bool:
+def holds_start(job: Job) -> bool:
     """Some log here holds the job's start, so that a collective completed would be in it: a line
     printed while the job started (a communicator's init lines, NCCL's version banner and bootstrap
     interface, the store's and gloo's connection setup, HCCL's init records), or a file torchrun

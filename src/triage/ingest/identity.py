@@ -9,11 +9,21 @@ server folders named by IP (`10.0.0.2/`).
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 import regex
 
 from triage.model import Identity
 
 _TORCHRUN = regex.compile(r"(?:^|/)attempt_\d+/(?P<local>\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
+# The node's log dir (`<log_dir>/<run_id>_<rand>`) above a file, or a writer's folder, of the layout.
+_LOG_DIR = regex.compile(r"^(?:(?P<dir>.*)/)?attempt_\d+/\d+(?:/(?:stdout|stderr|error)\.(?:log|json))?$")
+TORCHRUN_LOCAL = "torchrun --log-dir layout"  # how a local rank learnt from the layout is recorded
+ONE_NODE = ("torchrun --log-dir local rank, as the rank on a single node (no other node's files, host "
+            "or rank here; on a later node it is another rank)")
+ONE_NODE_NOTE = ("rank {rank} is its torchrun local rank, taken as the rank because nothing here shows another "
+                 "node: on a later node of a multi-node job it is another rank")
+NODE_BASE = "torchrun --log-dir local rank plus its node's base (the rank of another worker's file there)"
 _RANK = regex.compile(r"(?:^|[/_.-])(?:rank|global_rank|grank)[_-]?0*(?P<rank>\d+)(?=[._/-]|$)", regex.I)
 _LOCAL = regex.compile(r"(?:^|[/_.-])local[_-]?rank[_-]?0*(?P<local>\d+)(?=[._/-]|$)", regex.I)
 _SLURM_TASK = regex.compile(r"(?:^|[/_.-])(?:task|proc)[_-]?0*(?P<task>\d+)(?=[._-]|$)", regex.I)
@@ -47,7 +57,7 @@ def identity_from_path(name: str) -> Identity:
     learnt = identity.learnt_from
     if m := _TORCHRUN.search(path):
         identity.local_rank = int(m["local"])
-        learnt["local_rank"] = "torchrun --log-dir layout"
+        learnt["local_rank"] = TORCHRUN_LOCAL
     # Rank words count in the file name and its folder only: a job folder called
     # `hang-rank2/` says nothing about who wrote each file inside it.
     near = "/".join(path.split("/")[-2:])
@@ -91,6 +101,34 @@ def identity_from_path(name: str) -> Identity:
                 learnt["host"] = "folder name"
                 break
     return identity
+
+
+def log_dir(name: str) -> str | None:
+    """The torchrun log dir of one node (`…/<run_id>_<rand>`, "" when not given) that holds a file
+    of its `--log-dir` layout or a worker's `attempt_N/<local_rank>` folder; None for other paths."""
+    m = _LOG_DIR.match(name.replace("\\", "/").replace("!", "/"))
+    return None if m is None else m["dir"] or ""
+
+
+def group_key(name: str) -> str:
+    """Sources written by the same process share a key: torchrun's stdout.log and stderr.log."""
+    parts = name.replace("!", "/").rsplit("/", 2)
+    if len(parts) > 1 and parts[-1] in ("stdout.log", "stderr.log", "error.json") and parts[-2].isdigit():
+        return str(PurePosixPath("/".join(parts[:-1])))
+    return name
+
+
+def shared_folders(names: list[str]) -> int:
+    """How many leading folders every source shares (never the file name itself)."""
+    split = [n.replace("\\", "/").replace("!", "/").split("/")[:-1] for n in names]
+    if not split:
+        return 0
+    shared = 0
+    for parts in zip(*split, strict=False):
+        if len(set(parts)) != 1:
+            break
+        shared += 1
+    return shared
 
 
 def _cann_folder(path: str) -> str | None:

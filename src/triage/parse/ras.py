@@ -68,13 +68,54 @@ class _Doc:
 
 
 def looks_like(head: str) -> bool:
-    """A RAS dump in the head of a source: RAS's JSON document, or the report's first line at the
-    start of any line (people paste a report above or below the job's own lines)."""
+    """A RAS dump in the head of a source: RAS's JSON document, the report's first line at the
+    start of any line (people paste a report above or below the job's own lines), or, without that
+    line, one of its sections by its own shapes (the NCCL guide quotes `Errors` blocks alone)."""
     start = head.lstrip()[:4096]
     if start.startswith("{"):
         return '"nccl_version"' in start and ('"communicators' in head or '"ras"' in head)
-    return bool(_HEADER.search(head)) and ("Job summary" in head or "Communicators" in head
-                                           or "Gathering data about" in head)
+    if _HEADER.search(head):
+        return "Job summary" in head or "Communicators" in head or "Gathering data about" in head
+    return "\n=" in head and bool(headless_starts(head.split("\n")))
+
+
+# A section of a report with no header (an excerpt: the guide's examples, a paste of the part that
+# matters): its title alone on a line, underlined with `=`, and inside it a shape no other log
+# prints: a block title with the block's own first line under it, or the section's table header.
+_SECTION_TITLE = regex.compile(r"(?:Job summary|Communicators\.\.\. \(\d+(?:\.\d+)?s\)|Errors|Warnings)\s*$")
+_UNDERLINE = regex.compile(r"=+\s*$")
+_BLOCK_TITLE = regex.compile(
+    r"(?:INCOMPLETE|DEAD|TIMEOUT|#\d+-\d+ \([0-9a-fA-F]+\) (?:INCOMPLETE|ERROR|MISMATCH))\s*$")
+_BLOCK_FIRST = regex.compile(
+    r"\s+(?:Missing communicator data from \d+ (?:job process|rank)|\d+ job process(?:es are| is) considered dead "
+    r"|Encountered \d+ communication timeout|(?:Initialization|Asynchronous) errors? on \d+ rank"
+    r"|Communicator ranks have different )")
+_TABLE_HEAD = regex.compile(r"(?:Group\s+Comms\s+Nodes|\s*Nodes\s+Processes\s+GPUs)")
+
+
+def headless_starts(lines: list[str]) -> set[int]:
+    """The lines (0-based) where a report with no header line begins: a section title underlined
+    with `=` whose section holds one of the report's own shapes before its end. Prose that says
+    DEAD or INCOMPLETE is none: the title, its rule and a block's first line must all be there."""
+    starts: set[int] = set()
+    no = 0
+    while no < len(lines) - 1:
+        if not (_SECTION_TITLE.match(lines[no]) and _UNDERLINE.match(lines[no + 1])):
+            no += 1
+            continue
+        end = no + 2
+        shaped = False
+        while end < len(lines):
+            line = lines[end]
+            if line.strip() and not line[:1].isspace() and not _REPORT_LINE.match(line):
+                break  # no longer the report's
+            shaped = shaped or bool(_TABLE_HEAD.match(line)) or bool(
+                _BLOCK_TITLE.match(line) and end + 1 < len(lines) and _BLOCK_FIRST.match(lines[end + 1]))
+            end += 1
+        if shaped:
+            starts.add(no)
+        no = end
+    return starts
 
 
 # The lines a text report is made of beyond its indented ones (docs/formats.md §4.1): its
@@ -90,7 +131,8 @@ def split(text: str) -> tuple[str, str]:
     """The RAS report(s) in a text, and the rest: two texts of the same lines, each with the
     other's lines left empty, so that every line keeps its number.
 
-    A report runs from its `NCCL version … compiled with CUDA` line to the first line that is not
+    A report runs from its `NCCL version … compiled with CUDA` line (or, in an excerpt with no such
+    line, from a section title its shapes confirm: headless_starts) to the first line that is not
     one of its own (a JSON document: to its closing brace at the start of a line); what comes
     before or after it (a job's watchdog lines pasted with it, a monitor's output) is read by the
     line rules like any log.
@@ -105,8 +147,9 @@ def split(text: str) -> tuple[str, str]:
                 break
     else:
         inside = False
+        starts = headless_starts(lines)
         for no, line in enumerate(lines):
-            if _HEADER.match(line):
+            if _HEADER.match(line) or no in starts:
                 inside = True
             elif inside and line.strip() and not line[:1].isspace() and not _REPORT_LINE.match(line):
                 inside = False
@@ -135,7 +178,7 @@ def events(source: str, text: str) -> list[Event] | None:
             return None
         _read_json(doc, data)
     else:
-        if not _HEADER.search(text):
+        if not _HEADER.search(text) and not headless_starts(doc.lines):
             return None
         _read_text(doc)
     return doc.events
@@ -184,7 +227,7 @@ def _read_text(doc: _Doc) -> None:
         if (m := _JOB_ROW.match(line)) is not None and not section:
             doc.add("ras-job-summary", Kind.INFO, no,
                     f"RAS: {m['processes']} processes, {m['gpus']} GPUs on {m['nodes']} nodes",
-                    {"world_size": m["gpus"], "processes": m["processes"], "nodes": m["nodes"]})
+                    {"world_size": m["gpus"], "processes": m["processes"], "node_count": m["nodes"]})
             continue
         if section == "communicators" and (m := _GROUP_ROW.match(line)) is not None:
             if m["size"] == "0":

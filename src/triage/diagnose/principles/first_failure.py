@@ -9,7 +9,8 @@ lines, and on whether the other ranks' logs are here to show that none of them f
 from __future__ import annotations
 
 from triage.diagnose.context import Context, failure_category, rank_culprit
-from triage.diagnose.facts import is_crash_exit
+from triage.diagnose.facts import RankFacts, is_crash_exit, is_hard_exit
+from triage.diagnose.phase import holds_start
 from triage.diagnose.principles.principle import Principle
 from triage.model import Category, Event, Hypothesis, Kind
 from triage.ranks import fmt_ranks
@@ -38,19 +39,21 @@ ONLY_LOG_CAP = 0.5
 # Failures this close to the first (s) are the same event seen twice; a failure this close to the
 # first wait still came before it.
 SAME_EVENT_S = 1.0
+# Families whose timeouts are a watchdog's: it aborts its process (SIGABRT, exit -6) after them.
+_WATCHDOGS = ("pytorch",)
 
 
 def first_failure(ctx: Context) -> Hypothesis | None:
-    failed = {r: f for r, f in ctx.facts.items() if f.self_failures}
+    failed = own_failures(ctx)
     if not failed:
         return None
-    timed = sorted((f.first_failure_time, r) for r, f in failed.items()
-                   if f.first_failure_time is not None)
+    times = {r: min((e.time for e in own if e.time is not None), default=None) for r, own in failed.items()}
+    timed = sorted((t, r) for r, t in times.items() if t is not None)
     if timed:
         first_time = timed[0][0]
         # Ranks that failed within a second of the first are the same event seen twice.
         winners = [r for t, r in timed if t - first_time <= SAME_EVENT_S]
-        winners += [r for r, f in failed.items() if f.first_failure_time is None and len(failed) == 1]
+        winners += [r for r in failed if times[r] is None and len(failed) == 1]
     else:
         winners = sorted(failed)
     waits = [f.first_wait_time for f in ctx.facts.values() if f.first_wait_time is not None]
@@ -64,9 +67,9 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         score = JOB_WIDE_SCORE  # most ranks failed alike: a job-wide fault, not one rank
     else:
         score = FEW_RANKS_SCORE
-    events = [e for r in winners for e in failed[r].self_failures]
+    events = [e for r in winners for e in failed[r]]
     category = failure_category(events)
-    known = all(failed[r].known_failures for r in winners)
+    known = all(any(e.kind is not Kind.UNEXPLAINED for e in failed[r]) for r in winners)
     if all(e.kind is Kind.EXIT and not is_crash_exit(e) for e in events):
         # A launcher's "exited with 1", and no line of its own says why: strong only when it came
         # before every other rank's trouble.
@@ -78,8 +81,8 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         # shows that no other rank failed earlier.
         score = min(score, ONLY_LOG_LOCAL_CAP if _local_by_nature(events) else ONLY_LOG_CAP)
     culprits = [
-        rank_culprit(ctx, r, f"failed first: {_headline(failed[r].self_failures).message}",
-                     _own_lines_first(failed[r].self_failures)) for r in sorted(winners)
+        rank_culprit(ctx, r, f"failed first: {_headline(failed[r]).message}",
+                     _own_lines_first(failed[r])) for r in sorted(winners)
     ]
     when = " before any peer timed out" if before_waits else ""
     rank_word = "rank" if len(winners) == 1 else "ranks"
@@ -92,6 +95,62 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         reasoning=f"{rank_word.capitalize()} {fmt_ranks(winners)} failed by {'itself' if len(winners) == 1 else 'themselves'}"
                   f"{when} ({_headline(events).message}); the other ranks' errors follow from it.",
     )
+
+
+def own_failures(ctx: Context) -> dict[int, list[Event]]:
+    """Each rank's own failures, less the launcher's records of exits that were not its own.
+
+    A record of a rank's exit says that it failed by itself only where nothing else explains it. A
+    rank the launcher had sent its closing signal was still alive when another one failed: whatever
+    it exited with (-15, -6 from an abort already under way, -9 after the grace period), it is a
+    victim. A bare `exitcode: 1` says that the process raised; only its own lines say whether it
+    raised a timeout of its own or an error, so it counts where they are in what was handed over (a
+    log of its own, or a log that holds the job's start and so its traceback), not in an excerpt cut
+    after them. A SIGABRT (-6) is the watchdog's when the job shows the watchdog at work (another
+    rank's watchdog timeout, another rank aborted too), unless it came clearly before them. A hard
+    signal nobody sent (SIGKILL, SIGSEGV) stays the rank's own."""
+    if not any(e.kind is Kind.EXIT for f in ctx.facts.values() for e in f.self_failures):
+        return {r: f.self_failures for r, f in ctx.facts.items() if f.self_failures}
+    whole = holds_start(ctx.job)
+    aborted = {r for r, f in ctx.facts.items() if any(_aborted(e) for e in f.exits)}
+    # When each rank's watchdog first timed out, earliest first (one whose time is not known may
+    # have come before anything).
+    watchdog = sorted((min((e.time for e in waits if e.time is not None), default=float("-inf")), r)
+                      for r, f in ctx.facts.items()
+                      if (waits := [e for e in f.timeouts if e.family in _WATCHDOGS]))
+    found: dict[int, list[Event]] = {}
+    for rank, f in ctx.facts.items():
+        seen = [t for t, r in watchdog[:2] if r != rank]
+        others_aborted = len(aborted) > (rank in aborted)
+        own = [e for e in f.self_failures
+               if e.kind is not Kind.EXIT or _own_exit(e, f, whole, seen[0] if seen else None, others_aborted)]
+        if own:
+            found[rank] = own
+    return found
+
+
+def _own_exit(event: Event, f: RankFacts, whole: bool, watchdog: float | None, others_aborted: bool) -> bool:
+    """`watchdog`: when another rank's watchdog first timed out (-inf when its time is not known),
+    None when no other rank's did."""
+    if _sent_closing_signal(f):
+        return False
+    if is_hard_exit(event):
+        return True
+    if _aborted(event):
+        if watchdog is None and not others_aborted:
+            return True
+        return (not others_aborted and event.time is not None and watchdog is not None
+                and event.time + SAME_EVENT_S < watchdog)
+    return f.state.has_log or whole
+
+
+def _sent_closing_signal(f: RankFacts) -> bool:
+    """The launcher sent this rank its closing signal (it does so only to processes still alive)."""
+    return any(e.kind is Kind.CONSEQUENCE and e.fields.get("signal") for e in f.state.events)
+
+
+def _aborted(event: Event) -> bool:
+    return is_crash_exit(event) and not is_hard_exit(event)
 
 
 def _own_lines_first(events: list[Event]) -> list[Event]:

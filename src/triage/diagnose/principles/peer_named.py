@@ -37,6 +37,14 @@ _WAITS = (Kind.TIMEOUT, Kind.PEER_ERROR)
 _ADDRESS_FAMILIES = ("nccl", "gloo")
 
 
+def _mismatch_report(event: Event) -> bool:
+    """A line that compares the writer's collective with a peer's (TORCH_DISTRIBUTED_DEBUG=DETAIL's
+    `… but Rank 0 is running collective …`, a received size that differs) reports that two ranks
+    disagree, not that one waited on the other: of two parties, it names neither as the odd one."""
+    return "fp_seq" in event.fields or event.category in (Category.COLLECTIVE_MISMATCH,
+                                                          Category.CONFIG_MISMATCH)
+
+
 def one_log_at_hand(ctx: Context) -> bool:
     """At most one rank's log is here: its lines can name a peer, but no other log can confirm it."""
     return sum(1 for f in ctx.facts.values() if f.state.has_log) <= 1
@@ -50,6 +58,8 @@ def peer_named(ctx: Context) -> Hypothesis | None:
             continue
         if event.peer == event.rank:
             continue  # a "peer" error about the writer itself is its own failure (facts.py)
+        if _mismatch_report(event):
+            continue
         if event.family == "hccl" and event.rank is not None and not alone:
             # The wait chain follows HCCL's waits of known ranks (waits.py), one reading of a line;
             # with one rank's log alone, a chain is one wait, and its end is this lead.

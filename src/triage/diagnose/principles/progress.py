@@ -21,6 +21,8 @@ from triage.ranks import fmt_ranks
 LAGGING_RANK_SCORE = 0.75
 # A few ranks enqueued less than the others, but had work in flight too (or it is not said): a lead.
 ENQUEUE_GAP_SCORE = 0.4
+# One rank's log alone: it was told another rank's collective timed out, with nothing in flight itself.
+TOLD_WHILE_IDLE_SCORE = 0.55
 # One rank began waiting long after the others had given up.
 LATE_ARRIVAL_SCORE = 0.7
 # A late arrival began waiting at least this long (s), and this share of the others' timeout, after them.
@@ -35,8 +37,12 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
     completed one (or that timed out in a work) is waiting, whatever its counts — a host sync such as
     `.item()` stops a rank enqueuing early. The member with nothing in flight (last enqueued equal to
     last completed) while the others wait stopped on the CPU side: that one is named. A gap in
-    enqueued counts among members all in flight is only a lead.
+    enqueued counts among members all in flight is only a lead. Before any rank logged a failure,
+    only one rank's log told of another's timeout while idle counts (told_while_idle).
     """
+    if not any(e.kind in _FAILED for e in ctx.job.events) and not any(
+            e.kind is Kind.EXIT for f in ctx.facts.values() for e in f.self_failures):
+        return told_while_idle(ctx)
     lead: Hypothesis | None = None
     for group in groups_by_progress(ctx):
         for key, label in (("enqueued", "last enqueued"), ("stuck_seq", "timed-out SeqNum")):
@@ -58,7 +64,45 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
                 lead = lead or found
                 continue
             return _behind(ctx, group, behind, values, common, count, label, LAGGING_RANK_SCORE)
-    return lead
+    return lead or told_while_idle(ctx)
+
+
+# What makes a job failed by its logs alone (as the verdict asks before any principle has a say).
+_FAILED = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED, Kind.UNEXPLAINED)
+
+
+def told_while_idle(ctx: Context) -> Hypothesis | None:
+    """One rank's log alone, whose lines say another rank's collective timed out (PyTorch's dump
+    signal `… due to a collective timeout from rank 1 …`) while this rank had nothing in flight
+    (`Last enqueued NCCL work: 5, last completed NCCL work: 5`) and no wait or failure of its own:
+    the others timed out waiting in a collective this rank never enqueued. It is the lead, capped:
+    its own log cannot show what the others waited in."""
+    if sum(1 for f in ctx.facts.values() if f.state.has_log) != 1:
+        return None
+    ((rank, f),) = [(r, f) for r, f in ctx.facts.items() if f.state.has_log]
+    if f.reported_wait or f.self_failures:
+        return None
+    told = [e for e in f.state.events if e.kind is Kind.CONSEQUENCE and _told_by_another(e, rank)
+            and e.fields.get("enqueued", "").isdigit() and e.fields.get("enqueued") == e.fields.get("completed")]
+    if not told:
+        return None
+    e = told[-1]
+    who = f"rank {e.fields['detector_rank']}"
+    return Hypothesis(
+        name="lagging-rank", score=TOLD_WHILE_IDLE_SCORE, category=Category.HUNG_PROCESS,
+        phase=ctx.phase([rank], [e]),
+        culprits=[rank_culprit(ctx, rank, f"nothing in flight (last enqueued {e.fields['enqueued']} = last "
+                               f"completed) when {who} timed out in a collective", [e])],
+        reasoning=f"Rank {rank}'s log says {who}'s collective timed out, while rank {rank} had nothing in "
+                  f"flight (last enqueued {e.fields['enqueued']} = last completed) and timed out in nothing "
+                  f"itself: the others waited in a collective it never enqueued, so it is the one that "
+                  "stopped. Only its log is here; the others' would confirm what they waited in.")
+
+
+def _told_by_another(event: Event, rank: int) -> bool:
+    """A line that says another rank's collective timed out (not this rank's own)."""
+    detector = event.fields.get("detector_rank", "")
+    return detector.isdigit() and int(detector) != rank
 
 
 def _stalled(ctx: Context, group: ProcessGroup, behind: list[int], enqueued: dict[int, int],
@@ -189,7 +233,7 @@ def _waited_s(event: Event) -> float:
 
 
 LAGGING_RANK = Principle(
-    name="lagging-rank", emits=("lagging-rank",), run=lagging_rank,
+    name="lagging-rank", emits=("lagging-rank",), run=lagging_rank, fails_without_logged_failure=True,
     summary="Inside one process group (the one whose waiting began first leading), a few members that "
             "stopped short: their last enqueued collective is behind the majority's with nothing in flight "
             "(last enqueued = last completed) while the others wait, or the SeqNum they timed out at is behind "

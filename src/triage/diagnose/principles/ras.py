@@ -42,6 +42,11 @@ STUCK_IN_INIT_SCORE = 0.8
 # Leads that name no rank: an even split of operation counts, or a few ranks ahead of stuck others.
 NO_MAJORITY_SCORE = 0.3
 AHEAD_ONLY_SCORE = 0.3
+# An excerpt that names one communicator and nothing of the job's size (no logs, no table): its
+# communicator ranks are read as the job's (true when it is the world's), a capped reading.
+ONE_COMMUNICATOR_SCORE = 0.6
+# The processes named sit on every host the job has: the host names no one; only a lead.
+EVERY_HOST_SCORE = 0.45
 
 
 @dataclass
@@ -92,6 +97,14 @@ class _Finding:
     ranks: set[int] = field(default_factory=set)
     processes: set[tuple[str, str, str]] = field(default_factory=set)  # unmapped (pid, ip, gpu)
     phase: Phase = Phase.UNKNOWN
+    # The process (pid, ip, gpu) of a rank whose own line names none, known from the job-level block.
+    process_of: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    remark: str = ""  # how the ranks were read, or why the process names no one
+    read_as: dict[int, int] = field(default_factory=dict)  # id(event) -> its communicator rank read as the job's
+
+    def about(self, event: Event) -> tuple[int, ...]:
+        """The job's ranks an event is about: the peer pass's, or this finding's reading."""
+        return event.about or ((self.read_as[id(event)],) if id(event) in self.read_as else ())
 
 
 def ras_status(ctx: Context) -> Hypothesis | None:
@@ -100,10 +113,12 @@ def ras_status(ctx: Context) -> Hypothesis | None:
         return None
     culprits = []
     for r in sorted(finding.ranks):
-        about = [e for e in finding.events if r in e.about] or finding.events
+        about = [e for e in finding.events if r in finding.about(e)] or finding.events
         f = about[0].fields
         pid, ip = f.get("culprit_pid") or f.get("pid"), f.get("culprit_ip") or f.get("ip")
         gpu = f.get("culprit_device") or f.get("device")
+        if not pid and r in finding.process_of:
+            pid, ip, gpu = finding.process_of[r]
         # The DEAD/unreachable line of the same process is evidence too.
         about += [e for e in finding.events if e not in about and pid and e.fields.get("culprit_pid") == pid]
         process = f"process {pid} on {ip}, GPU {gpu}: " if pid else ""
@@ -111,8 +126,26 @@ def ras_status(ctx: Context) -> Hypothesis | None:
                                 evidence=evidence_of(about)))
     culprits += [Culprit(kind="host", host=ip, reason=f"process {pid} (GPU {gpu}): {finding.what}",
                          evidence=evidence_of(finding.events)) for pid, ip, gpu in sorted(finding.processes)]
+    if not finding.ranks and finding.processes and _every_host(ctx, {ip for _, ip, _ in finding.processes}):
+        pids = ", ".join(f"{pid} on {ip}" for pid, ip, _ in sorted(finding.processes))
+        finding.score = min(finding.score, EVERY_HOST_SCORE)
+        finding.remark = (f" RAS names process {pids}, but not its rank, and that host is every host of the job: "
+                          "naming it names every rank. The ranks' own logs (their pids) or RAS's JSON say which "
+                          "rank the process ran.")
     return Hypothesis(name="ras-status", score=finding.score, category=finding.category, phase=finding.phase,
-                      culprits=culprits, reasoning=finding.what)
+                      culprits=culprits, reasoning=finding.what + finding.remark)
+
+
+def _every_host(ctx: Context, ips: set[str]) -> bool:
+    """The addresses RAS names are every node the job has (RAS's job summary counts them; the ranks'
+    logs place every rank on them)."""
+    nodes = [int(e.fields["node_count"]) for s in snapshots(ctx) for e in s.events
+             if e.rule_id == "ras-job-summary" and e.fields.get("node_count", "").isdigit()]
+    if nodes and len(ips) >= max(nodes):
+        return True
+    hosts = {s.host for s in ctx.job.ranks.values()}
+    named = {ctx.job.ip_hosts.get(ip, ip) for ip in ips}
+    return bool(hosts) and None not in hosts and hosts <= named
 
 
 def _read(ctx: Context) -> _Finding | None:
@@ -132,12 +165,50 @@ def _place(ctx: Context, snap: Snapshot, events: list[Event], finding: _Finding)
             pid, ip = f.get("culprit_pid") or f.get("pid", ""), f.get("culprit_ip") or f.get("ip", "")
             if pid:
                 finding.processes.add((pid, ip, f.get("culprit_device") or f.get("device", "?")))
+    if not finding.ranks:
+        _one_communicator(ctx, snap, events, finding)
     # A process RAS names both as dead and as a communicator's missing rank is one culprit.
     if finding.ranks:
         finding.processes = {p for p in finding.processes
                              if not any(_pid_of(ctx, r) == p[0] for r in finding.ranks)}
+        _one_process_one_rank(snap, events, finding)
     finding.phase = _phase(snap)
     return finding
+
+
+def _one_communicator(ctx: Context, snap: Snapshot, events: list[Event], finding: _Finding) -> None:
+    """An excerpt (the guide's blocks, a paste) that speaks of one communicator and says nothing of
+    the job: no log, no world size, no table of communicators. Its ranks are read as the job's, the
+    reading a person makes (a job's one communicator is its world), at a capped score."""
+    if ctx.job.world_size or any(s.has_log for s in ctx.job.ranks.values()):
+        return
+    if any(e.rule_id in ("ras-comm-group", "ras-job-summary") for e in snap.events):
+        return  # the dump says the communicators' sizes: the peer pass read them
+    comms = {e.fields.get("comm_id") for e in snap.events if e.fields.get("comm_id")}
+    ranks = {int(e.fields["pg_rank"]) for e in events if e.fields.get("pg_rank", "").isdigit()}
+    if len(comms) != 1 or not ranks:
+        return
+    finding.read_as = {id(e): int(e.fields["pg_rank"]) for e in events if e.fields.get("pg_rank", "").isdigit()}
+    finding.ranks.update(ranks)
+    finding.score = min(finding.score, ONE_COMMUNICATOR_SCORE)
+    (comm,) = comms
+    finding.remark = (f" RAS speaks in communicator ranks; this dump names one communicator ({comm}) and nothing "
+                      f"here says the job's size, so its rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(sorted(ranks))} "
+                      f"{'are' if len(ranks) > 1 else 'is'} read as the job's (right when that communicator is the world's; the ranks' logs "
+                      "would confirm it).")
+
+
+def _one_process_one_rank(snap: Snapshot, events: list[Event], finding: _Finding) -> None:
+    """A job-level block naming one process (DEAD, INCOMPLETE) and communicator blocks missing one
+    rank with no process of its own (the 2.24-2.25 `The missing rank: 21`): one process, one culprit."""
+    named = {(e.fields.get("culprit_pid", ""), e.fields.get("culprit_ip", ""), e.fields.get("culprit_device", "?"))
+             for e in snap.events if e.rule_id in ("ras-dead-processes", "ras-incomplete-processes")}
+    bare = {r for e in events if e.rule_id == "ras-missing-ranks" for r in finding.about(e)}
+    if len(named) != 1 or len(finding.ranks) != 1 or finding.ranks != bare or finding.processes - named:
+        return
+    (process,) = named
+    finding.processes.discard(process)
+    finding.process_of[next(iter(bare))] = process
 
 
 def _pid_of(ctx: Context, rank: int) -> str:

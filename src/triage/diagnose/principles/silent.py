@@ -3,7 +3,9 @@
 A rank that hung (or crashed without a line) is the one the others wait for, and it is the one
 rank that reports no timeout. A rank the launcher stopped after another failed is explained by
 that, not silent by itself; a rank that left no log at all is named only when it is the only
-candidate.
+candidate. One rank's log, with a world size no line states (only the highest rank seen), makes no
+rank silent: the ranks it lacks are a guess from that one file, and absence in a partial log is not
+evidence.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ SILENT_WITHOUT_LOG_SCORE = 0.65
 def silent_rank(ctx: Context) -> Hypothesis | None:
     waiters = ctx.waiters()
     if not waiters or not ctx.job.world_size:
+        return None
+    if _world_guessed_from_one_log(ctx):
         return None
     failed = {r for r, f in ctx.facts.items() if f.self_failures}
     silent = [r for r in ctx.expected if r not in waiters and r not in failed]
@@ -72,6 +76,13 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
     reasoning += _where_waiting_began(ctx)
     return Hypothesis(name="silent-rank", score=score, category=category, phase=phase,
                       culprits=culprits, reasoning=reasoning)
+
+
+def _world_guessed_from_one_log(ctx: Context) -> bool:
+    """One rank's log, and a world size no line states (only the highest rank seen): the ranks
+    "missing" from it are a guess from that one file, and absence in a partial log is not evidence."""
+    with_log = sum(1 for f in ctx.facts.values() if f.state.has_log)
+    return with_log <= 1 and ctx.job.world_size_from in (None, "highest rank seen")
 
 
 def _where_waiting_began(ctx: Context) -> str:
