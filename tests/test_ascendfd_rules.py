@@ -1,4 +1,4 @@
-"""Tests for accuracy/ascendfd_rules.py: the re-implementation of ascend-fd's root-cluster rules.
+"""Tests for accuracy/ascendfd/: the re-implementation of ascend-fd's root-cluster rules.
 
 Each test writes a tiny hand-made bundle of plogs and checks the branch that the ascend-fd source
 (mind-cluster pkg/diag/root_cluster/utils.py ErrorChecker.check) takes on it.
@@ -19,12 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def afd() -> ModuleType:
+    package = ROOT / "accuracy" / "ascendfd"
     spec = importlib.util.spec_from_file_location(
-        "ascendfd_rules", ROOT / "accuracy" / "ascendfd_rules.py"
+        "ascendfd", package / "__init__.py", submodule_search_locations=[str(package)]
     )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["ascendfd_rules"] = mod
+    sys.modules["ascendfd"] = mod
     spec.loader.exec_module(mod)
     return mod
 

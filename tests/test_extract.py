@@ -301,7 +301,7 @@ DAMAGED = {
     "not UTF-8": (lambda d: _lines(d)[0] + b'{"source":{"name":"\xff"}}\n' + b"".join(_lines(d)[1:]),
                   "is not UTF-8", "all"),
     "a line after the end": (lambda d: d + b'{"source":{}}\n', "comes after its end line", "all"),
-    # found by tools/fuzz.py: a \ud800 escape decodes to text no report can be written in
+    # found by tools/fuzz/: a \ud800 escape decodes to text no report can be written in
     "a lone surrogate": (lambda d: _lines(d)[0] + b'{"source":{"name":"x\\ud800"}}\n' + b"".join(_lines(d)[1:]),
                          "holds a lone surrogate", "all"),
 }

@@ -1,7 +1,7 @@
 """Property tests (hypothesis): the scanner, path identity, the rule loader and every formatter
 take arbitrary input without raising anything but their documented errors.
 
-Short on purpose (30 examples each); tools/fuzz.py is the long driver over whole CLI runs.
+Short on purpose (30 examples each); tools/fuzz/ (`python -m tools.fuzz`) is the long driver over whole CLI runs.
 """
 
 from __future__ import annotations
