@@ -251,13 +251,16 @@ _JOB_GAP_S = 6 * 3600
 def separate_runs(events: list[Event]) -> list[str]:
     """Why these logs cannot all be one job: periods hours apart that each hold a start and a
     failure of their own (a long job's init and its failure a day later are one period's start and
-    another's failure), or world communicators of different sizes. Empty when nothing says so."""
+    another's failure), or world communicators of different sizes. Empty when nothing says so.
+    A source spans from its first time to its last, a folded crash loop's last copy included."""
     spans: dict[str, list[float]] = defaultdict(list)
     sizes: dict[object, int] = {}  # per process (host, pid), else per file
     for event in events:
         source = event.evidence.source
         if event.time is not None:
             spans[source].append(event.time)
+        if event.last_time is not None:  # a folded crash loop's last copy: the source ran until then
+            spans[source].append(event.last_time)
         if event.kind in (Kind.INIT_START, Kind.INIT_DONE) and event.fields.get("nranks", "").isdigit():
             writer = (event.identity.host, event.identity.pid) if event.identity.pid is not None else source
             sizes[writer] = max(sizes.get(writer, 0), int(event.fields["nranks"]))

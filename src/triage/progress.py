@@ -8,7 +8,9 @@ Sources (each keeps its own numbers, so that they can be compared):
   with their times and stacks;
 - text logs (the job's `ProcessGroup` members, triage.groups): the watchdog's last enqueued and
   completed work, the SeqNum a rank timed out in (desync reports and watchdog lines);
-- NCCL RAS (`ras-rank-launched-up-to`): how many operations each communicator rank launched.
+- NCCL RAS (`ras-rank-launched-up-to`, `ras-op-count-group`): how many operations of each
+  collective each communicator's ranks launched, per snapshot, and the majority's count (`RasCount`,
+  read by the ras-status principle); per member, the most any snapshot says it launched.
 
 Collectives are aligned by sequence number within one group, never by `record_id` (numbered per
 process across groups). Groups are matched across ranks by the key the job model uses for log
@@ -18,13 +20,16 @@ first sequence number is not the job's first collective.
 
 How progress is read (docs/design.md §4, principle 4): a rank with work enqueued above what it
 completed is *waiting*; the rank with nothing in flight (last enqueued = last completed) while its
-peers wait on it stopped on the CPU side. `in_flight` and `idle` are that reading, shared with the
-lagging-rank principle (principles/progress.py).
+peers wait on it stopped on the CPU side. `in_flight` and `idle` are that reading, written once:
+`RankProgress.waiting`/`idle` apply it to a dump (else the logs), `log_waiting`/`log_idle` to the
+logs alone, which the lagging-rank principle (principles/progress.py) reads; the flight-recorder
+principle reads the dumps.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
 from triage.model import Event, Evidence, ProcessGroup
@@ -43,6 +48,11 @@ def in_flight(enqueued: int | None, completed: int | None, timed_out: bool = Fal
 def idle(enqueued: int | None, completed: int | None, timed_out: bool = False) -> bool:
     """Nothing in flight: every work it enqueued completed, and it timed out in none."""
     return enqueued is not None and completed is not None and enqueued == completed and not timed_out
+
+
+def stated_count(text: str | None) -> int | None:
+    """A count a log line states (`Last enqueued NCCL work: 5`): a plain number, else None."""
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) < 24 else None
 
 
 @dataclass
@@ -89,7 +99,7 @@ class RankProgress:
     log_completed: int | None = None
     log_stuck_seq: int | None = None
     log_stuck_op: str | None = None
-    log_timed_out: bool = False
+    log_timeouts: list[Event] = field(default_factory=list)  # its timeout lines in this group
     # From RAS.
     ras_launched: int | None = None
 
@@ -98,16 +108,30 @@ class RankProgress:
         return self.dump is not None
 
     @property
+    def log_timed_out(self) -> bool:
+        return bool(self.log_timeouts)
+
+    @property
+    def log_waiting(self) -> bool:
+        """Waiting by its logs alone."""
+        return in_flight(self.log_enqueued, self.log_completed, self.log_timed_out)
+
+    @property
+    def log_idle(self) -> bool:
+        """Nothing in flight by its logs alone."""
+        return idle(self.log_enqueued, self.log_completed, self.log_timed_out)
+
+    @property
     def waiting(self) -> bool:
         if self.has_dump:
             return in_flight(self.enqueued, self.completed) or bool(self.pending and self.enqueued is None)
-        return in_flight(self.log_enqueued, self.log_completed, self.log_timed_out)
+        return self.log_waiting
 
     @property
     def idle(self) -> bool:
         if self.has_dump:
             return idle(self.enqueued, self.completed)
-        return idle(self.log_enqueued, self.log_completed, self.log_timed_out)
+        return self.log_idle
 
     @property
     def reached(self) -> int | None:
@@ -133,6 +157,7 @@ class GroupProgress:
     default: bool
     ranks: list[int] = field(default_factory=list)  # members as stated (a dump's pg_config, the logs)
     by_rank: dict[int, RankProgress] = field(default_factory=dict)
+    log_members: list[int] = field(default_factory=list)  # the members its logs show, as first read
 
     def member(self, rank: int) -> RankProgress:
         if rank not in self.by_rank:
@@ -148,6 +173,11 @@ class GroupProgress:
     def dumped(self) -> list[int]:
         return sorted(r for r, p in self.by_rank.items() if p.has_dump)
 
+    def first_log_wait(self) -> float | None:
+        """When the first timeout its members logged in it fired (None: none timed)."""
+        times = [e.time for r in self.log_members for e in self.by_rank[r].log_timeouts if e.time is not None]
+        return min(times) if times else None
+
     def stalled_since(self) -> float | None:
         """When its oldest work still in flight on any rank was enqueued (None: nothing in flight)."""
         times = [p.oldest.since for p in self.by_rank.values()
@@ -156,14 +186,56 @@ class GroupProgress:
 
 
 @dataclass
+class RasCount:
+    """One collective's operation counts in one communicator, as one RAS snapshot gives them.
+
+    RAS prints groups of ranks by the count they launched up to (`ras-op-count-group`, with how many
+    ranks) and, for ranks outside the usual, a line each (`ras-rank-launched-up-to`, its communicator
+    rank). The counts are read by majority: each group weighs its ranks, a rank's own line one more
+    where no group holds its count."""
+
+    comm: str
+    collective: str
+    groups: Counter[int] = field(default_factory=Counter)  # count -> ranks a group line puts there
+    listed: dict[str, int] = field(default_factory=dict)  # communicator rank -> count, from its own line
+    lines: dict[str, Event] = field(default_factory=dict)  # communicator rank -> its line
+
+    @property
+    def majority(self) -> int | None:
+        """The count most ranks launched up to (None when the ranks split evenly)."""
+        tally = Counter(self.groups)
+        for count in self.listed.values():
+            if count not in self.groups:  # a `Rank r has launched up to …` line of its own
+                tally[count] += 1
+        top = tally.most_common(2)
+        return None if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
+
+    def behind(self) -> dict[str, int]:
+        """The listed ranks below the majority's count (none without a majority)."""
+        common = self.majority
+        return {} if common is None else {r: c for r, c in self.listed.items() if c < common}
+
+    def ahead(self) -> bool:
+        common = self.majority
+        return common is not None and any(c > common for c in self.listed.values())
+
+
+@dataclass
 class Progress:
     groups: dict[str, GroupProgress] = field(default_factory=dict)
     dumps: dict[int, Evidence] = field(default_factory=dict)  # rank -> its dump (the first read)
     latest: float | None = None  # the latest time any dump states (near when they were written)
+    # RAS snapshot name -> (communicator, collective) -> its counts in that snapshot.
+    ras: dict[str, dict[tuple[str, str], RasCount]] = field(default_factory=dict)
 
     @property
     def has_dumps(self) -> bool:
         return bool(self.dumps)
+
+    def by_first_log_wait(self) -> list[GroupProgress]:
+        """The groups, the one whose logged waiting began first leading (then the default group)."""
+        return sorted(self.groups.values(), key=lambda g: (
+            t if (t := g.first_log_wait()) is not None else float("inf"), not g.default, g.key))
 
 
 def build_progress(events: list[Event], groups: dict[str, ProcessGroup]) -> Progress:
@@ -255,12 +327,15 @@ def _logs(out: Progress, groups: dict[str, ProcessGroup]) -> None:
         group.desc = group.desc or pg.desc or ""
         for rank, m in pg.members.items():
             p = group.member(rank)
+            group.log_members.append(rank)
             p.log_enqueued, p.log_completed = m.enqueued, m.completed
-            p.log_stuck_seq, p.log_stuck_op, p.log_timed_out = m.stuck_seq, m.stuck_op, bool(m.timeouts)
+            p.log_stuck_seq, p.log_stuck_op, p.log_timeouts = m.stuck_seq, m.stuck_op, m.timeouts
 
 
 def _ras(out: Progress, events: list[Event]) -> None:
     for e in events:
+        if e.family == "ras" and "snapshot" in e.fields:
+            _ras_count(out, e)
         if e.rule_id != "ras-rank-launched-up-to" or not e.fields.get("comm_id"):
             continue
         rank = e.about[0] if len(e.about) == 1 else e.rank
@@ -271,6 +346,20 @@ def _ras(out: Progress, events: list[Event]) -> None:
         group = out.groups.get(key) or out.groups.setdefault(key, GroupProgress(key, e.fields["comm_id"], "", False))
         p = group.member(rank)
         p.ras_launched = max(p.ras_launched or 0, count)
+
+
+def _ras_count(out: Progress, e: Event) -> None:
+    f = e.fields
+    if e.rule_id not in ("ras-op-count-group", "ras-rank-launched-up-to") or not f.get("seq", "").isdigit():
+        return
+    key = (f.get("comm_id", ""), f.get("collective", ""))
+    counts = out.ras.setdefault(f["snapshot"], {})
+    count = counts.get(key) or counts.setdefault(key, RasCount(*key))
+    if e.rule_id == "ras-op-count-group":
+        count.groups[int(f["seq"])] += int(f.get("ranks_count", "1"))
+    else:
+        count.listed[f.get("pg_rank", "")] = int(f["seq"])
+        count.lines[f.get("pg_rank", "")] = e
 
 
 def disagreements(group: GroupProgress) -> list[str]:

@@ -56,7 +56,7 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         winners += [r for r in failed if times[r] is None and len(failed) == 1]
     else:
         winners = sorted(failed)
-    waits = [f.first_wait_time for f in ctx.facts.values() if f.first_wait_time is not None]
+    waits = wait_times(ctx)
     before_waits = timed and waits and timed[0][0] <= min(waits) + SAME_EVENT_S
     share = len(failed) / max(1, len(ctx.expected))
     if len(winners) == 1:
@@ -95,6 +95,18 @@ def first_failure(ctx: Context) -> Hypothesis | None:
         reasoning=f"{rank_word.capitalize()} {fmt_ranks(winners)} failed by {'itself' if len(winners) == 1 else 'themselves'}"
                   f"{when} ({_headline(events).message}); the other ranks' errors follow from it.",
     )
+
+
+def wait_times(ctx: Context) -> list[float]:
+    """When each rank first waited, and every timeout or lost-peer line whose writer is not known
+    (an interleaved console's unprefixed lines): the waits began at the earliest of them."""
+    times = [f.first_wait_time for f in ctx.facts.values() if f.first_wait_time is not None]
+    times += [e.time for e in ctx.job.events if e.time is not None and e.kind in _WAITS
+              and e.rank is None]
+    return times
+
+
+_WAITS = (Kind.TIMEOUT, Kind.PEER_ERROR)
 
 
 def own_failures(ctx: Context) -> dict[int, list[Event]]:
@@ -183,4 +195,9 @@ PRINCIPLE = Principle(
             "other, are the cause, and the others' errors follow from it. Strongest when it came before "
             "any rank waited; weaker after the waits began, when most ranks failed alike (a job-wide "
             "fault), when only lines no rule knows or a bare launcher exit say it failed, or when only its "
-            "own log is here.")
+            "own log is here. The waits begin at the first wait or timeout line in the job, its writer known "
+            "or not. The launcher's exit records are read for what they are: a rank it had sent its closing "
+            "signal is a victim whatever it exited with; a bare `exitcode: 1` counts only where the rank's own "
+            "lines are here (its log, or a log that holds the job's start); a SIGABRT (-6) amid other ranks' "
+            "watchdog timeouts or aborts is the watchdog's abort, unless it came clearly before them; a hard "
+            "signal nobody sent (SIGKILL, SIGSEGV) stays the rank's own.")

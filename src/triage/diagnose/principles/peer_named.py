@@ -135,4 +135,5 @@ PRINCIPLE = Principle(
             "the lead, at a capped score (it may have been held up by another; its log would say), and the "
             "verdict says which logs would confirm it. With only one rank's log at hand this lead stands in "
             "for the wait chain (one waiter cannot show where a chain ends). Lines that are not failures "
-            "name no one; several peers named make no lead.")
+            "name no one; nor do mismatch reports (a DETAIL fingerprint, a received size that differs), which "
+            "say two ranks disagree, not who waited on whom; several peers named make no lead.")

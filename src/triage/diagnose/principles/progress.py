@@ -5,15 +5,20 @@ even when it enqueued less than its peers (a host sync such as `.item()` stops a
 early); the rank with nothing in flight while its peers wait on it stopped on the CPU side. An
 enqueue gap alone is a lead, never a culprit stated with confidence. A straggler that was only slow
 once arrives after its peers timed out and then fails too; its wait began long after theirs.
+
+The reading of what is in flight is the job's progress model's (triage.progress: `in_flight`,
+`idle`, each member's `log_waiting`/`log_idle`), read here from what the ranks' logs say of each
+group; the flight-recorder principle reads the same model's dumps.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from triage.diagnose.context import Context, groups_by_progress, rank_culprit
+from triage.diagnose.context import Context, rank_culprit
 from triage.diagnose.principles.principle import Principle
-from triage.model import Category, Event, Hypothesis, Kind, Member, ProcessGroup
+from triage.model import Category, Event, Hypothesis, Kind
+from triage.progress import GroupProgress, idle, stated_count
 from triage.ranks import fmt_ranks
 
 # A few ranks of one group stopped short: nothing in flight while the others waited (or, for the
@@ -44,10 +49,9 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
             e.kind is Kind.EXIT for f in ctx.facts.values() for e in f.self_failures):
         return told_while_idle(ctx)
     lead: Hypothesis | None = None
-    for group in groups_by_progress(ctx):
-        for key, label in (("enqueued", "last enqueued"), ("stuck_seq", "timed-out SeqNum")):
-            values = {r: getattr(m, key) for r, m in group.members.items()
-                      if getattr(m, key) is not None}
+    for group in ctx.job.progress.by_first_log_wait():
+        for key, label in (("log_enqueued", "last enqueued"), ("log_stuck_seq", "timed-out SeqNum")):
+            values = {r: v for r in group.log_members if (v := getattr(group.by_rank[r], key)) is not None}
             if len(values) < 3:
                 continue
             common, count = Counter(values.values()).most_common(1)[0]
@@ -57,7 +61,7 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
             behind = [r for r in behind if r in ctx.facts]
             if not behind:
                 continue
-            if key == "enqueued":
+            if key == "log_enqueued":
                 found = _stalled(ctx, group, behind, values, common, count)
                 if found is not None and found.score >= ENQUEUE_GAP_SCORE:
                     return found
@@ -83,7 +87,7 @@ def told_while_idle(ctx: Context) -> Hypothesis | None:
     if f.reported_wait or f.self_failures:
         return None
     told = [e for e in f.state.events if e.kind is Kind.CONSEQUENCE and _told_by_another(e, rank)
-            and e.fields.get("enqueued", "").isdigit() and e.fields.get("enqueued") == e.fields.get("completed")]
+            and idle(stated_count(e.fields.get("enqueued")), stated_count(e.fields.get("completed")))]
     if not told:
         return None
     e = told[-1]
@@ -105,32 +109,33 @@ def _told_by_another(event: Event, rank: int) -> bool:
     return detector.isdigit() and int(detector) != rank
 
 
-def _stalled(ctx: Context, group: ProcessGroup, behind: list[int], enqueued: dict[int, int],
+def _stalled(ctx: Context, group: GroupProgress, behind: list[int], enqueued: dict[int, int],
              common: int, count: int) -> Hypothesis | None:
     """Of the members whose last enqueued work is behind, those with nothing in flight while the
     others wait; or, when every one of them is in flight too, a lead only."""
-    waiting = [r for r, m in group.members.items() if r not in behind and _in_flight(m)]
+    waiting = [r for r in group.log_members if r not in behind and group.by_rank[r].log_waiting]
     if not waiting:
         return None  # nobody waits on anyone: a snapshot of a moving job
-    idle = [r for r in behind if _idle(group.members[r])]
-    if idle:
-        where = "" if group.default else f" of {group.label}"
+    stopped = [r for r in behind if group.by_rank[r].log_idle]
+    label = _label(ctx, group)
+    if stopped:
+        where = "" if group.default else f" of {label}"
         culprits = [rank_culprit(ctx, r, f"nothing in flight: last enqueued collective {enqueued[r]}{where} "
                                  f"is also its last completed, while the others waited in the next",
-                                 _progress_lines(ctx, group, r)) for r in idle]
+                                 _progress_lines(ctx, group, r)) for r in stopped]
         return Hypothesis(
             name="lagging-rank", score=LAGGING_RANK_SCORE, category=Category.HUNG_PROCESS,
-            phase=ctx.phase(idle, [e for r in idle for e in group.members[r].timeouts]),
+            phase=ctx.phase(stopped, [e for r in stopped for e in group.by_rank[r].log_timeouts]),
             culprits=culprits,
-            reasoning=f"In {group.label}, {len(waiting)} ranks had work in flight (enqueued above completed) "
-                      f"and waited; rank{'s' if len(idle) > 1 else ''} {fmt_ranks(idle)} had nothing in flight "
-                      f"(last enqueued {', '.join(str(enqueued[r]) for r in idle)} = last completed): "
-                      f"{'they' if len(idle) > 1 else 'it'} stopped on the CPU side before enqueuing the "
+            reasoning=f"In {label}, {len(waiting)} ranks had work in flight (enqueued above completed) "
+                      f"and waited; rank{'s' if len(stopped) > 1 else ''} {fmt_ranks(stopped)} had nothing in flight "
+                      f"(last enqueued {', '.join(str(enqueued[r]) for r in stopped)} = last completed): "
+                      f"{'they' if len(stopped) > 1 else 'it'} stopped on the CPU side before enqueuing the "
                       "collective the others waited in.")
-    in_flight = [r for r in behind if _in_flight(group.members[r])]
+    in_flight = [r for r in behind if group.by_rank[r].log_waiting]
     hypothesis = _behind(ctx, group, behind, enqueued, common, count, "last enqueued", ENQUEUE_GAP_SCORE)
     hypothesis.reasoning = (
-        f"In {group.label}, rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} enqueued less than the "
+        f"In {label}, rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} enqueued less than the "
         f"others ({', '.join(str(enqueued[r]) for r in behind)} against {common}), but "
         + (f"{'they' if len(in_flight) > 1 else 'it'} had work in flight and waited like the rest (a host sync "
            "such as `.item()` stops a rank enqueuing early)" if len(in_flight) == len(behind) else
@@ -139,43 +144,36 @@ def _stalled(ctx: Context, group: ProcessGroup, behind: list[int], enqueued: dic
     return hypothesis
 
 
-def _behind(ctx: Context, group: ProcessGroup, behind: list[int], values: dict[int, int], common: int,
+def _behind(ctx: Context, group: GroupProgress, behind: list[int], values: dict[int, int], common: int,
             count: int, label: str, score: float) -> Hypothesis:
-    where = "" if group.default else f" of {group.label}"
+    where = "" if group.default else f" of {_label(ctx, group)}"
     culprits = [rank_culprit(ctx, r, f"{label} collective {values[r]}{where}, behind the others' {common}",
-                             group.members[r].timeouts or ctx.facts[r].state.events[-1:])
+                             group.by_rank[r].log_timeouts or ctx.facts[r].state.events[-1:])
                 for r in behind]
     return Hypothesis(
         name="lagging-rank",
         score=score,
         category=Category.HUNG_PROCESS,
-        phase=ctx.phase(behind, [e for r in behind for e in group.members[r].timeouts]),
+        phase=ctx.phase(behind, [e for r in behind for e in group.by_rank[r].log_timeouts]),
         culprits=culprits,
-        reasoning=f"In {group.label}, {count} ranks reached collective {common} ({label}); "
+        reasoning=f"In {_label(ctx, group)}, {count} ranks reached collective {common} ({label}); "
                   f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} fell behind at "
                   f"{', '.join(str(values[r]) for r in behind)}, so the others waited on "
                   f"{'them' if len(behind) > 1 else 'it'}.",
     )
 
 
-def _in_flight(member: Member) -> bool:
-    """It waits on a collective: work enqueued above what completed, or a work it timed out in."""
-    if member.enqueued is not None and member.completed is not None:
-        return member.enqueued > member.completed
-    return bool(member.timeouts)
+def _label(ctx: Context, group: GroupProgress) -> str:
+    """The group as the logs name it (`the default process group`, `process group tp (PG GUID 3)`)."""
+    logged = ctx.job.groups.get(group.key)
+    return logged.label if logged is not None else group.label
 
 
-def _idle(member: Member) -> bool:
-    """Nothing in flight: every work it enqueued completed (and it timed out in none)."""
-    return (member.enqueued is not None and member.completed is not None
-            and member.enqueued == member.completed and not member.timeouts)
-
-
-def _progress_lines(ctx: Context, group: ProcessGroup, rank: int) -> list[Event]:
+def _progress_lines(ctx: Context, group: GroupProgress, rank: int) -> list[Event]:
     """The rank's lines that state its progress in this group, its last lines else."""
-    member = group.members[rank]
+    member = group.by_rank[rank]
     lines = [e for e in ctx.facts[rank].state.events
-             if e.fields.get("enqueued") == str(member.enqueued) and "completed" in e.fields]
+             if e.fields.get("enqueued") == str(member.log_enqueued) and "completed" in e.fields]
     return lines[-1:] or ctx.facts[rank].state.events[-1:]
 
 
@@ -238,7 +236,11 @@ LAGGING_RANK = Principle(
             "stopped short: their last enqueued collective is behind the majority's with nothing in flight "
             "(last enqueued = last completed) while the others wait, or the SeqNum they timed out at is behind "
             "the majority's. Members behind in enqueued work but with work in flight were waiting too (a host "
-            "sync stops a rank enqueuing early): that gap alone is only a lead (0.4).")
+            "sync stops a rank enqueuing early): that gap alone is only a lead (0.4). Before any rank logged a "
+            "failure, one rank's log alone that says another rank's collective timed out while it had nothing "
+            "in flight itself (last enqueued = last completed, no wait of its own) names it, capped (0.55): "
+            "the others waited in a collective it never enqueued. In-flight is read from the job's progress "
+            "model (what the ranks' logs say of each group).")
 LATE_ARRIVAL = Principle(
     name="late-arrival", emits=("late-arrival",), run=late_arrival,
     summary="Every rank reported a wait, but one began waiting long after the others, which had started "

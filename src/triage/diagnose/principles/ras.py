@@ -5,7 +5,8 @@ says is weighed by what the others say:
 
 - a process RAS considers DEAD is the prime suspect; one it could not reach, or whose
   communicator data is missing, is unresponsive (stuck, or on its way to dead);
-- operation counts are read by majority per communicator and collective: the minority *behind*
+- operation counts are read by majority per communicator and collective (the job's progress
+  model, triage.progress.RasCount, holds them per snapshot): the minority *behind*
   are stragglers only when the counts stay the same across snapshots (the job is stuck); counts
   that move are a busy job, and a minority *ahead* has merely issued the next collective;
 - ranks still in INIT or FINALIZE while others run are a transition, an alarm only when they
@@ -17,13 +18,13 @@ describes into a global rank (`Event.about`).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from triage.diagnose.context import Context, evidence_of
 from triage.diagnose.principles.principle import Principle
 from triage.job import Job
 from triage.model import Category, Culprit, Event, Hypothesis, Kind, Phase
+from triage.progress import RasCount
 from triage.ranks import fmt_ranks
 
 # The last snapshot shows a process RAS considers dead.
@@ -268,30 +269,10 @@ def _reported_errors(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     return found
 
 
-def _counts(snap: Snapshot) -> dict[tuple[str, str], tuple[int | None, dict[str, int], dict[str, Event]]]:
-    """Per (communicator, collective): the majority's count (None when the ranks split evenly),
-    each listed rank's count and line."""
-    majority: dict[tuple[str, str], Counter[int]] = defaultdict(Counter)
-    listed: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    lines: dict[tuple[str, str], dict[str, Event]] = defaultdict(dict)
-    for e in snap.events:
-        f = e.fields
-        key = (f.get("comm_id", ""), f.get("collective", ""))
-        if e.rule_id == "ras-op-count-group" and f.get("seq", "").isdigit():
-            majority[key][int(f["seq"])] += int(f.get("ranks_count", "1"))
-        elif e.rule_id == "ras-rank-launched-up-to" and f.get("seq", "").isdigit():
-            listed[key][f.get("pg_rank", "")] = int(f["seq"])
-            lines[key][f.get("pg_rank", "")] = e
-    result = {}
-    for key in set(majority) | set(listed):
-        tally = Counter(majority[key])
-        for count in listed[key].values():
-            if count not in majority[key]:  # a `Rank r has launched up to …` line of its own
-                tally[count] += 1
-        top = tally.most_common(2)
-        common = None if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
-        result[key] = (common, listed[key], lines[key])
-    return result
+def _counts(ctx: Context, snap: Snapshot) -> dict[tuple[str, str], RasCount]:
+    """Per (communicator, collective): its counts in this snapshot, read by majority in the job's
+    progress model (triage.progress.RasCount)."""
+    return ctx.job.progress.ras.get(snap.name, {})
 
 
 def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
@@ -301,25 +282,26 @@ def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     group behind in the world communicator, and that one rank behind in its own. The smallest set
     is the cause; the larger ones wait on it.
     """
-    last = _counts(snaps[-1])
-    previous = _counts(snaps[-2]) if len(snaps) > 1 else None
+    last = _counts(ctx, snaps[-1])
+    previous = _counts(ctx, snaps[-2]) if len(snaps) > 1 else None
     found: list[tuple[tuple[str, str], list[Event], set[int]]] = []
     ahead_only: list[tuple[str, str]] = []
     split: list[tuple[str, str]] = []
-    for key, (common, ranks, lines) in last.items():
+    for key, counts in last.items():
+        common = counts.majority
         before = previous.get(key) if previous is not None else None
-        if before is not None and (before[0] != common or any(
-                before[1].get(r, c) != c for r, c in ranks.items())):
+        if before is not None and (before.majority != common or any(
+                before.listed.get(r, c) != c for r, c in counts.listed.items())):
             continue  # the counts moved: a busy job, not a stuck one (a text dump lists fewer ranks than JSON)
         if common is None:
             split.append(key)
             continue
-        behind = {r: c for r, c in ranks.items() if c < common}
+        behind = counts.behind()
         if not behind:
-            if any(c > common for c in ranks.values()):
+            if counts.ahead():
                 ahead_only.append(key)
             continue
-        events = [lines[r] for r in behind]
+        events = [counts.lines[r] for r in behind]
         mapped = {g for e in events for g in e.about}
         found.append((key, events, mapped))
     if not found:
@@ -341,7 +323,7 @@ def _stragglers(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
         return None
     key, events, mapped = min(found, key=lambda f: (len(f[2]) if f[2] else len(f[1]) + 10**6, -len(f[1])))
     comm, collective = key
-    common = last[key][0]
+    common = last[key].majority
     listed = ", ".join(sorted((e.fields.get("pg_rank", "?") for e in events), key=lambda r: int(r) if r.isdigit() else 0))
     waiting = sorted({g for _, _, other in found if other > mapped for g in other} - mapped)
     also = (f" Ranks {fmt_ranks(waiting)}, behind in a larger communicator, wait on "

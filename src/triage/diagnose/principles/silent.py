@@ -111,5 +111,7 @@ PRINCIPLE = Principle(
     summary="Every other rank timed out or lost a peer, and a few ranks did not: the silent ones are what "
             "the others waited for (hung, or gone without a line), and their last lines show where they "
             "stopped. Ranks the launcher stopped after another rank failed are not silent by themselves. "
-            "When only ranks with no log at all are silent, they are named, more weakly. The reasoning says "
-            "in which group and collective the waiting began.")
+            "When only ranks with no log at all are silent, they are named, more weakly. One rank's log with a "
+            "world size no line states (only the highest rank seen) makes no rank silent: the ranks it lacks "
+            "are a guess from that one file. The reasoning says in which group and collective the waiting "
+            "began.")
