@@ -37,7 +37,16 @@ PHASE_SAID = re.compile(r"step \d+|all_reduce|broadcast|init_process_group|Timed
 def failure_visible(inp: Path) -> bool:
     """Whether anything in the cut shows a failure at all (a cut of a failed job can show none: the
     files of a rank SIGTERMed mid-step, a SIGKILLed rank's own file)."""
-    return any(SHOWS_FAILURE.search(p.read_text(errors="replace")) for p in inp.rglob("*") if p.is_file())
+    return any(SHOWS_FAILURE.search(text) for p in inp.rglob("*") if p.is_file() for text in _texts(p))
+
+
+def _texts(path: Path) -> list[str]:
+    """A file's text, or each member's text when it is a tar archive (a tree cut is shared as one)."""
+    if tarfile.is_tarfile(path):
+        with tarfile.open(path) as tar:
+            return [f.read().decode(errors="replace") for m in tar.getmembers()
+                    if m.isfile() and (f := tar.extractfile(m)) is not None]
+    return [path.read_text(errors="replace")]
 
 
 def rank_dir(raw: Path, spec: dict, rank: int) -> Path:
@@ -84,7 +93,7 @@ def crashloop_line(raw: Path, spec: dict) -> tuple[str, str]:
 
 
 def cut_all(names: list[str]) -> None:
-    from runs import RUNS
+    from make import RUNS  # the set make.py was asked for (runs.py by default)
     CASES.mkdir(exist_ok=True)
     for name in names:
         raw = RAW / name

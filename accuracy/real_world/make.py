@@ -4,6 +4,9 @@
     python accuracy/real_world/make.py run [NAME ...]   # torchrun + real_job.py -> $RW_RUNS/NAME (raw, untouched)
     python accuracy/real_world/make.py cut [NAME ...]   # raw runs -> accuracy/real_world/cases/<run>--<cut>/
     python accuracy/real_world/make.py seeds            # the public texts (GPU runs, RAS, vendor guides) -> cases/
+    python accuracy/real_world/make.py --set heldout run|cut [NAME ...]
+                                                        # the held-out set: heldout/runs.py -> heldout/cases/
+                                                        # (raw runs in $RW_RUNS, default /tmp/rw-runs-heldout)
 
 Raw runs live outside the repo ($RW_RUNS, default /tmp/rw-runs); every case holds its input exactly as
 written by the job (files copied byte for byte; a cut only selects files or lines, and the paste and
@@ -14,6 +17,7 @@ tests/generators/real_job.py, unchanged; RUNS in runs.py lists every run and its
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shlex
@@ -28,14 +32,26 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from runs import RUNS  # noqa: E402
+if __name__ == "__main__" and sys.argv[1:2] == ["--set"]:  # seen by cut.py's `import make` too
+    os.environ["RW_SET"] = sys.argv[2]
+    del sys.argv[1:3]
+SET = os.environ.get("RW_SET", "")
+if SET:  # another set of runs (heldout/): its own RUNS, cases folder, raw folder and seed
+    _spec = importlib.util.spec_from_file_location(f"runs_{SET}", HERE / SET / "runs.py")
+    _mod = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_mod)
+    RUNS, SEED = _mod.RUNS, _mod.SEED
+    CASES = HERE / SET / "cases"
+    RAW = Path(os.environ.get("RW_RUNS", f"/tmp/rw-runs-{SET}"))
+else:
+    from runs import RUNS  # noqa: E402
+    CASES = HERE / "cases"
+    RAW = Path(os.environ.get("RW_RUNS", "/tmp/rw-runs"))
+    SEED = 18  # every random choice of a cut (which victim, which width) comes from random.Random(SEED + name)
 
 JOB = ROOT / "tests" / "generators" / "real_job.py"
-RAW = Path(os.environ.get("RW_RUNS", "/tmp/rw-runs"))
-CASES = HERE / "cases"
 LIMIT_S = 120
 PHASES = {"init": "comm_init", "first": "operator_load", "step": "execution"}
-SEED = 18  # every random choice of a cut (which victim, which width) comes from random.Random(SEED + name)
 
 
 def free_port() -> int:

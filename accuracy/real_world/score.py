@@ -2,7 +2,10 @@
 """Score triage on the real-world corpus (accuracy/real_world/cases/*/): input as a user hands it over,
 truth.yaml with what is known.
 
-    python accuracy/real_world/score.py [--jobs N] [--json OUT] [--triage CMD] [CASE_DIR ...]
+    python accuracy/real_world/score.py [--jobs N] [--json OUT] [--triage CMD] [--set heldout] [CASE_DIR ...]
+
+--set heldout scores the held-out set (heldout/cases/, made after the corpus's misses were fixed;
+see heldout/runs.py) instead of the corpus in cases/.
 
 Each case runs `triage analyze --format json` on its input/ folder (crash-loop cases are expanded
 first into a temporary copy, from the line and count their truth.yaml records).  Judged:
@@ -134,8 +137,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--triage", default=str(ROOT / ".venv" / "bin" / "triage"))
+    ap.add_argument("--set", default="", help="another set of cases: SET/cases/ (e.g. heldout); default cases/")
     args = ap.parse_args(argv)
-    cases = sorted(args.cases or [p.parent for p in CASES.glob("*/truth.yaml")])
+    where = HERE / args.set / "cases" if args.set else CASES
+    cases = sorted(args.cases or [p.parent for p in where.glob("*/truth.yaml")])
     triage = shlex.split(args.triage)
     with ThreadPoolExecutor(args.jobs) as ex:
         rows = [judge(r) for r in ex.map(lambda c: analyze(c, triage), cases)]
