@@ -140,6 +140,8 @@ def test_a_rank_that_never_calls_is_named_and_analyze_names_it(tmp_path: Path) -
     verdict = json.loads(out.stdout)["verdict"]
     assert verdict["status"] == "diagnosed", out.stdout
     assert sorted(c["rank"] for c in verdict["culprits"] if c.get("rank") is not None) == [2], verdict
+    # every rank's file is its own: the health line names its writer (no `[rankN]:` prefix on it)
+    assert [(r["rank"], r["has_log"]) for r in json.loads(out.stdout)["ranks"]] == [(r, True) for r in range(4)]
     rules = {e.get("rule") for c in verdict["culprits"] for e in c["evidence"]}
     assert "repro-health-check-missing" in rules, verdict
 

@@ -1,0 +1,136 @@
+"""What the lines say of their writer: launcher prefixes and envelopes (`[rank3]:`, `host:pid`), and
+ranks named inside the messages."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import regex
+
+from triage.identity.process_groups import group_ref
+from triage.identity.state import LAUNCHERS, State, set_once, still_unknown
+from triage.model import Identity, Kind
+
+# Families whose `rank` field names the writer (or the worker a launcher line is about).
+_RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
+# triage.health's line (`TAG rank N:` in src/triage/health.py) names its writer's global rank.
+_HEALTH_ENVELOPE = regex.compile(r"\btriage-health rank (?P<rank>\d{1,9}): ")
+_HEALTH_HOW = "triage.health's line names its writer"
+
+
+def from_first_lines(state: State) -> None:
+    """What the first lines of a source say (`[rank3]:` prefixes, NCCL `host:pid` prefixes)."""
+    for source in state.sources:
+        key = state.writers.group_of[source.name]
+        ident = state.writers.identities[key]
+        if source.head_ranks and source.head_writers <= 1 and key not in state.interleaved:
+            rank, count = Counter(source.head_ranks).most_common(1)[0]
+            if count >= 0.8 * sum(source.head_ranks.values()):
+                set_once(state, key, ident, "rank", rank, "[rankN]: prefixes of the first lines")
+        if len(source.head_hosts) == 1:  # several hosts: a file that interleaves them
+            (host,) = source.head_hosts
+            set_once(state, key, ident, "host", host, "NCCL line prefixes of the first lines")
+
+
+def from_line_prefixes(state: State) -> None:
+    """A file where one rank writes nearly every line is that rank's; else each line keeps its own."""
+    line_ranks: dict[str, Counter[int]] = defaultdict(Counter)
+    line_hosts: dict[str, Counter[str]] = defaultdict(Counter)
+    locals_seen: dict[str, set[int]] = defaultdict(set)
+    for event in state.events:
+        key = state.writers.group_of[event.evidence.source]
+        if event.identity.rank is not None:
+            line_ranks[key][event.identity.rank] += 1
+        if event.identity.host:
+            line_hosts[key][event.identity.host] += 1
+        if "local_rank" in event.identity.learnt_from and event.identity.local_rank is not None:
+            locals_seen[key].add(event.identity.local_rank)
+    # A launcher console or a Slurm output file interleaves many workers (and hosts): each of its
+    # lines keeps its own writer, and nothing one line says is the whole file's.
+    state.interleaved |= {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
+    state.interleaved |= {key for key, seen in locals_seen.items() if len(seen) > 1}
+    state.interleaved |= {key for key, counts in line_ranks.items()
+                          if counts.most_common(1)[0][1] < 0.8 * sum(counts.values())}
+    for key, counts in line_ranks.items():
+        if key not in state.interleaved:
+            ident = state.writers.identities.setdefault(key, Identity())
+            set_once(state, key, ident, "rank", counts.most_common(1)[0][0], "line prefixes")
+    for key, host_counts in line_hosts.items():
+        if key not in state.interleaved or len(host_counts) == 1:
+            ident = state.writers.identities.setdefault(key, Identity())
+            set_once(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
+    # Each line: its own prefix first, then its file's writer; a launcher's record of a worker
+    # (`rank : 3 (local_rank: 3)`) is about that worker, not about whoever wrote the file.
+    for event in state.events:
+        group = state.group(event)
+        if group is not None:
+            if event.family in LAUNCHERS and "rank" in event.fields:
+                group = Identity(host=group.host, learnt_from={"host": group.learnt_from.get(
+                    "host", "")} if group.host else {})
+            event.identity = event.identity.merged_over(group)
+
+
+def from_health_lines(state: State) -> None:
+    """`triage-health rank 0: check FAILED: …` is rank 0's own line, and its file's where the file
+    has one writer.
+
+    The line goes through Python logging, so it carries no `[rankN]:` prefix (only torch's C++
+    warnings do): in a rank's own file with no other rank-prefixed line (torchrun's `--log-dir`
+    files), it is the one line that says whose file it is.
+    """
+    said: dict[str, set[int]] = defaultdict(set)
+    for event in state.events:
+        text = event.evidence.text
+        if event.family != "repro" or "triage-health rank" not in text:
+            continue
+        if (m := _HEALTH_ENVELOPE.search(text)) is None:
+            continue
+        rank = int(m["rank"])
+        said[state.writers.group_of[event.evidence.source]].add(rank)
+        if event.identity.rank is None:
+            event.identity.rank = rank
+            event.identity.learnt_from["rank"] = _HEALTH_HOW
+    for key, ranks in said.items():
+        if key not in state.interleaved and len(ranks) == 1:
+            ident = state.writers.identities.setdefault(key, Identity())
+            set_once(state, key, ident, "rank", next(iter(ranks)), _HEALTH_HOW)
+    list(still_unknown(state))  # the file's other lines take their writer's rank
+
+
+def from_stated_ranks(state: State) -> None:
+    """A rank named inside the message is global when it is said in the world group."""
+    tasks_are_ranks = not any(e.family == "torchrun" for e in state.events)
+    families = _RANK_STATING + (("slurm",) if tasks_are_ranks else ())
+    for event in state.events:
+        fields = event.fields
+        if event.identity.rank is not None or "rank" not in fields or event.family not in families:
+            continue
+        if event.kind in (Kind.INIT_START, Kind.INIT_DONE):
+            continue  # communicator ranks: see from_communicators
+        ref = group_ref(event, state.world_size)
+        if ref is not None and not ref.default:
+            continue  # a rank inside a sub-group is not a global rank
+        if fields["rank"].isdigit():
+            event.identity.rank = int(fields["rank"])
+            event.identity.learnt_from["rank"] = "rank named in the message"
+
+
+def settle_stated_ranks(state: State) -> None:
+    """A rank a line states, where its file's writer turned out to be another rank, is a group rank.
+
+    `[Rank 0] Watchdog caught …` in the file of global rank 10 (torch 2.1 prints no `[rankN]:`)
+    is rank 0 of a sub-group that rank 10 belongs to: the line is rank 10's.
+    """
+    for event in state.events:
+        if event.identity.learnt_from.get("rank") != "rank named in the message":
+            continue
+        if event.family in LAUNCHERS:
+            continue  # a launcher's line about a worker is filed under that worker
+        group = state.group(event)
+        if group is None or group.rank is None or group.rank == event.identity.rank:
+            continue
+        event.fields["pg_rank"] = str(event.identity.rank)
+        event.fields.setdefault("pg_key", "pg:?")
+        event.names_group_ranks = True
+        event.identity.rank = group.rank
+        event.identity.learnt_from["rank"] = group.learnt_from.get("rank", "its file's writer")
