@@ -72,8 +72,11 @@ def first_failure(ctx: Context) -> Hypothesis | None:
     known = all(any(e.kind is not Kind.UNEXPLAINED for e in failed[r]) for r in winners)
     if all(e.kind is Kind.EXIT and not is_crash_exit(e) for e in events):
         # A launcher's "exited with 1", and no line of its own says why: strong only when it came
-        # before every other rank's trouble.
-        score = min(score, BARE_EXIT_BEFORE_WAITS_CAP if before_waits else BARE_EXIT_CAP)
+        # before every other rank's trouble, as other ranks' own lines show it (a wait whose writer
+        # is not known may be the exiting rank's own timeout, which its exit 1 then only follows).
+        known_waits = [f.first_wait_time for f in ctx.facts.values() if f.first_wait_time is not None]
+        before_known = bool(timed and known_waits and timed[0][0] <= min(known_waits) + SAME_EVENT_S)
+        score = min(score, BARE_EXIT_BEFORE_WAITS_CAP if before_known else BARE_EXIT_CAP)
     elif not known:
         score = min(score, UNKNOWN_LINES_CAP)
     elif not _others_logged(ctx, winners):
