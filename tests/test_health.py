@@ -73,6 +73,33 @@ def test_the_failure_line_is_the_one_the_rules_read() -> None:
         assert events[0].fields.get("culprit_ranks") == ranks, text
 
 
+def test_a_finished_buffer_is_kept_until_no_cpp_reference_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What keeps the exit safe: a check's buffer is released here only once the backend let go of it.
+
+    Otherwise the backend's thread may release it during the interpreter's finalization, and the
+    process dies in std::terminate (health._let_go). Autograd stands in for the backend's thread.
+    """
+    torch = pytest.importorskip("torch")
+    from triage import health
+
+    monkeypatch.setattr(health, "SETTLE_S", 0.05)
+    with health._LOCK:
+        health._SETTLING.clear()
+    weight = torch.ones(3, requires_grad=True)
+    buf = torch.zeros(3)
+    graph = (weight * buf).sum()  # holds `buf` from C++, as a finished work does until its thread drops it
+    health._let_go(buf)
+    del buf
+    health._let_go(torch.zeros(1))  # held by nothing else: released at the next look
+    assert len(health._SETTLING) == 2
+    health._settle_at_exit()  # bounded: gives up while C++ still holds the first one
+    assert len(health._SETTLING) == 1
+    del graph
+    started = time.monotonic()
+    health._settle_at_exit()
+    assert health._SETTLING == [] and time.monotonic() - started < 0.5
+
+
 @pytest.mark.slow
 def test_healthy_group_many_calls_in_a_row_without_leaks(sequence: dict[int, list[dict[str, Any]]]) -> None:
     for rank, records in sequence.items():
@@ -362,10 +389,15 @@ def _rank_sequence(rank: int, record: Record) -> None:
             _timed(record, "sub-wrong", group=sub_a, tag="sub")
         store.add("test/sub-done", 1)
     else:
+        # Both stop after the same all-reduce (as any loop of collectives must): whether to stop is
+        # decided together, in the all-reduce itself (slot 0: each member's own view of the store).
         busy, count = torch.ones(1 << 16), 0
-        while count < 5 or int(store.add("test/sub-done", 0)) < 2:
+        while True:
+            busy[0] = float(count >= 5 and int(store.add("test/sub-done", 0)) >= 2)
             dist.all_reduce(busy, group=sub_b)
             count += 1
+            if busy[0] > 0:
+                break
         record("sub-busy", all_reduces=count, skipped=asdict(check(sub_a, timeout=T)))
     dist.barrier()
     # 4. rank 2 is late, past the deadline; then every rank checks again, and passes

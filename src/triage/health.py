@@ -27,10 +27,12 @@ as often as the others and with the same tag, as for any collective.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import dataclasses
 import logging
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -53,6 +55,8 @@ ROLLCALL_EVERY_S = 0.05  # how often a member polling the all-reduce looks for a
 ABORT_GRACE_S = 1.0  # how long `abort` waits for the process group's abort before returning
 POLL_MAX_S = 0.002  # the longest sleep between two polls of a GPU all-reduce
 WAIT_MIN_S = 0.002  # the shortest timed wait on a CPU all-reduce (a 0 ms timeout means none)
+SETTLE_S = 2.0  # how long the exit waits for the backend's threads to let go of checks' buffers
+SETTLING_MAX = 64  # buffers kept for that at most (a backend lets go of a finished one at once)
 
 OnFailure = Literal["log", "raise", "abort"]
 Phase = Literal["skipped", "arrival", "collective", "verify", "done"]
@@ -103,6 +107,9 @@ _LOCK = threading.Lock()
 _GROUPS: dict[str, _Group] = {}
 _WORLD_ABORTED = False
 _RANK = -1  # this process's global rank, kept when a group is aborted
+# Buffers of finished all-reduces that a backend thread may still hold (`_let_go`).
+_SETTLING: list[torch.Tensor] = []
+_ABORTS: list[threading.Thread] = []  # `_abort`'s threads, waited for at exit like the buffers
 
 
 def check(group: Any = None, *, timeout: float = 10.0, tag: str | None = None,
@@ -264,11 +271,15 @@ class _Call:
         try:
             work.wait()
         except RuntimeError as exc:
+            del work
+            _let_go(buf)
             missing = self.roll_call()
             why = f"the all-reduce failed ({classify(exc)}: {type(exc).__name__}: {_first_line(exc)})"
             if missing:
                 why += f"; {self.who(missing)} did not answer the roll call afterwards"
             return self.result("collective", why, missing=missing)
+        del work
+        _let_go(buf)
         wrong, _ = verify.check(buf.cpu(), self.n, self.number)  # one element a slot: nothing outside
         if wrong:
             why = "; ".join(f"rank {self.ranks[w.index]} contributed {w.got:g} in its slot, expected "
@@ -345,6 +356,64 @@ def _never_destroy(obj: Any) -> None:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
+def _refs(seq: list[torch.Tensor], i: int) -> int:
+    return sys.getrefcount(seq[i])
+
+
+_probe = [torch.empty(0)]
+_UNHELD = _refs(_probe, 0)  # what `_refs` says of a tensor that only the list holds
+del _probe
+
+
+def _let_go(buf: torch.Tensor) -> None:
+    """Keep `buf`, whose all-reduce has finished and whose work we dropped, until no backend thread holds it.
+
+    The backend's thread (gloo's worker, NCCL's watchdog) drops its reference to a finished work a
+    little after the work is marked completed. When that reference is the last, the work's destructor
+    runs on that thread and releases the buffer, whose Python object it must then release too, with
+    the GIL. During the interpreter's finalization that thread cannot take the GIL: it is ended in
+    the middle of a noexcept destructor, and the process dies in `std::terminate` ("terminate called
+    without an active exception"). That is what a check that ends just before the program exits
+    would cause, under load. So the buffers are kept here, and `_settle_at_exit` waits, before the
+    finalization, until the backend has let go of every one. A C++ reference to a tensor holds a
+    reference to its Python object (torch >= 2.10), which `sys.getrefcount` shows: a buffer is
+    released here once only this list holds it. Called with our own reference to the work dropped.
+    """
+    with _LOCK:
+        _prune()
+        _SETTLING.append(buf)
+        del _SETTLING[:-SETTLING_MAX]
+
+
+def _prune() -> None:
+    """Drop the buffers that no backend thread holds any more (called with _LOCK held)."""
+    held = [i for i in range(len(_SETTLING)) if _refs(_SETTLING, i) > _UNHELD]
+    if len(held) < len(_SETTLING):
+        _SETTLING[:] = [_SETTLING[i] for i in held]
+
+
+@atexit.register
+def _settle_at_exit() -> None:
+    """Before the finalization: let the backend's threads let go of the checks' buffers (`_let_go`).
+
+    Sleeping releases the GIL, which the backend's thread needs to release a buffer's Python
+    object. An abort still running (`_abort`) is waited for too: a thread that comes back from C++
+    into Python during the finalization is ended the same way. Bounded by SETTLE_S in all; nothing
+    is waited for when the last checks' buffers are released and no abort runs.
+    """
+    until = time.monotonic() + SETTLE_S
+    for thread in _ABORTS:
+        thread.join(max(0.0, until - time.monotonic()))
+    while True:
+        with _LOCK:
+            _prune()
+            if not _SETTLING:
+                return
+        if time.monotonic() >= until:
+            return
+        time.sleep(0.001)
+
+
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
@@ -396,4 +465,5 @@ def _abort(pg: Any, call: _Call) -> None:
     thread = threading.Thread(target=target, args=(None if call.world else pg,), daemon=True,
                               name=f"{TAG}-abort")
     thread.start()
+    _ABORTS.append(thread)
     thread.join(ABORT_GRACE_S)
