@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -145,11 +149,29 @@ class Job:
         return sorted({c["rank"] for c in self.verdict["culprits"] if c.get("rank") is not None})
 
 
-def torchrun_job(tmp_path: Path, agents: int, nproc: int, *args: str, timeout: float = 180) -> Job:
-    """Run `triage repro` under `agents` torchrun agents of `nproc` ranks each; no --log-dir."""
+def torchrun_job(tmp_path: Path, agents: int, nproc: int, *args: str, timeout: float = 180,
+                 port: int | None = None) -> Job:
+    """Run `triage repro` under `agents` torchrun agents of `nproc` ranks each; no --log-dir.
+
+    Several agents meet at a port we choose (`port`, else `free_port()`), and a port free when we
+    looked can be taken before agent 0 binds it (seconds later, on a loaded host). Agent 0 then
+    fails at once (EADDRINUSE) and the others wait out torchrun's static rendezvous (900 s,
+    retrying the dead address): no job ran at all. That is the test's port, not what is under
+    test, so such a start is retried on another port.
+    """
+    for _ in range(3):
+        job = _torchrun_once(tmp_path, agents, nproc, args, timeout, port or free_port())
+        if job is not None:
+            return job
+        port = None
+    raise AssertionError("torchrun's agent 0 could not listen on a free port, three times over")
+
+
+def _torchrun_once(tmp_path: Path, agents: int, nproc: int, args: tuple[str, ...], timeout: float,
+                   port: int) -> Job | None:
+    """One start of the job; None when agent 0 could not host the rendezvous on `port`."""
     mark = uuid.uuid4().hex
     env = dict(os.environ, **{MARK: mark, "CI": "1", "PYTHONUNBUFFERED": "1"})
-    port = free_port()
     cwds = []
     procs = []
     started = time.monotonic()
@@ -173,13 +195,54 @@ def torchrun_job(tmp_path: Path, agents: int, nproc: int, *args: str, timeout: f
                 p.kill()
             raise
         outputs.append(out)
+        if agents > 1 and proc is procs[0] and _could_not_host(out, port):
+            for p in procs[1:]:  # still in the rendezvous: no rank was started
+                p.kill()
+                p.communicate()
+            for pid in marked_processes(mark):  # (none expected; a stray would spoil the next start)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            for cwd in cwds:
+                shutil.rmtree(cwd)
+            return None
     elapsed = time.monotonic() - started
     codes = [p.returncode for p in procs]
     return Job(max(codes, key=abs), outputs[0], outputs, elapsed, cwds, wait_gone(mark, within=5.0))
 
 
+def _could_not_host(console: str, port: int) -> bool:
+    """Whether torchrun's agent 0 failed to host its rendezvous store on `port` (c10d's words)."""
+    return bool(re.search(rf"failed to listen on any local network address\. port: {port}\b.*EADDRINUSE",
+                          console))
+
+
 def free_port() -> int:
+    """A TCP port free now, for a rendezvous that a process started later will host.
+
+    Taken below the kernel's ephemeral range where there is room: a port from bind(0) lies in that
+    range, which every process on the host draws from for its own bind(0) (gloo's listeners, other
+    jobs' stores, other test runs) and connect(), so it may be taken again before the host binds
+    it; below the range only a process that names the port itself can take it.
+    """
+    low = _ephemeral_low()
+    if low - 10_000 >= 1024:
+        pick = random.SystemRandom()
+        for _ in range(50):
+            port = pick.randrange(low - 10_000, low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("0.0.0.0", port))  # noqa: S104 - as the store binds it
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        found: int = sock.getsockname()[1]
+        return found
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default

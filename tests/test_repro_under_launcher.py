@@ -110,6 +110,55 @@ def test_a_healthy_job_is_never_a_failure(tmp_path: Path, repeat: int) -> None:
         assert list(job.report_path.parent.glob("*/rank1.log")), job.console
 
 
+
+@needs_torch
+@pytest.mark.slow
+def test_a_taken_rendezvous_port_is_chosen_again(tmp_path: Path) -> None:
+    """The port the test gives torchrun's agents is taken (another job's listener) when agent 0 binds
+    it: agent 0 fails at once, and agent 1 would retry the address for 900 s. The job is started
+    again on another port, and runs."""
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))  # noqa: S104 - as the store would bind it
+        taken.listen()
+        job = torchrun_job(tmp_path, 2, 1, "--timeout", "20", port=taken.getsockname()[1], timeout=120)
+    assert job.code == 0, job.console
+    assert_delivered(job)
+    assert job.verdict["status"] == "no_failure", job.console
+
+
+
+@needs_torch
+def test_the_others_wait_for_rank_0_to_start_beyond_the_comm_init_deadline(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under torchrun the agent's store is up before any process; rank 0's may come seconds after
+    rank 1's (a busy node). Rank 1 waits for the log folder as long as a rank may take to start,
+    not the 2 s comm_init deadline that the store's client was given."""
+    import threading
+    from types import SimpleNamespace
+
+    from triage.repro import store as stores
+    from triage.repro.under_launcher import agree_on_log_dir
+
+    monkeypatch.chdir(tmp_path)
+    hosted = stores.host(0, 1.0)
+    mine = stores.reach("127.0.0.1", hosted.port, 1.0)  # its timeout: the comm_init deadline
+    late = threading.Timer(2.5, agree_on_log_dir, (hosted, SimpleNamespace(rank=0), Path("logs")))
+    late.start()
+    try:
+        started = time.monotonic()
+        path, log_name = agree_on_log_dir(mine, SimpleNamespace(rank=1), None)
+    finally:
+        late.join()
+    assert time.monotonic() - started >= 2.0
+    assert path == Path("logs") and path.is_dir() and log_name == "coordinator.log"
+
+def test_the_rendezvous_port_is_below_the_ephemeral_range() -> None:
+    """Where no other process's bind(0) or connect() can take it before torchrun's agent 0 binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    if low - 10_000 < 1024:
+        pytest.skip(f"the ephemeral range starts at {low}: no room below it")
+    assert all(free_port() < low for _ in range(20))
+
 @needs_torch
 @pytest.mark.slow
 def test_a_rank_whose_process_is_killed_is_named(tmp_path: Path) -> None:

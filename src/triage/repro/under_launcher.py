@@ -43,6 +43,7 @@ from triage.repro.protocol import PHASES
 from triage.repro.supervise import (
     CRASH_GRACE_S,
     OUTER_MARGIN_S,
+    STARTUP_S,
     Proc,
     Run,
     SpawnError,
@@ -303,12 +304,20 @@ def agree_on_log_dir(store: Any, env: RankEnv, given: Path | None) -> tuple[Path
     Rank 0's node writes `coordinator.log`; another node `coordinator-<host>.log`, so that nodes
     sharing the folder (a network filesystem, where appends from two hosts can tear) never write
     the same file.
+
+    The others wait for rank 0's process to start as long as a rank gets to start (STARTUP_S), not
+    the store's timeout (the comm_init deadline): where torchrun's agent hosts the store, it is up
+    before any process is, and rank 0's may well come seconds after ours (a busy node importing
+    torch). That is start-up, not comm_init: on a 2 s deadline it made rank 1 give up before its
+    rank started, and rank 0 then named it as never having come.
     """
     if env.rank == 0:
         name = str(given) if given is not None else fresh_log_dir_name()
         store.set("logdir", json.dumps({"name": name, "host": host_name()}))
     else:
-        store.wait(["logdir"])
+        from datetime import timedelta
+
+        store.wait(["logdir"], timedelta(seconds=STARTUP_S))
     agreed = json.loads(store.get("logdir"))
     path = Path(agreed["name"])
     path.mkdir(parents=True, exist_ok=True)
