@@ -189,18 +189,26 @@ def _watch(tmp_path: Path, *args: str, command: list[str] | None = None) -> tupl
     cmd = [sys.executable, "-m", "triage", "watch", "--dir", str(tmp_path / "w"), "-o", f"json={out}", *args]
     if command:
         cmd += ["--", *command]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT_S,
-                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT_S, env=_job_env(tmp_path))
     report = json.loads(out.read_text()) if out.exists() else {}
     return done.returncode, report, done.stderr
 
 
+def _job_env(folder: Path) -> dict[str, str]:
+    """The job's environment, marked with this test's folder: tests run in parallel (pytest -n), and
+    another test's job runs the same script at the same time."""
+    return dict(os.environ, OMP_NUM_THREADS="1", TRIAGE_TEST_JOB=str(folder))
+
+
 def _left_behind(folder: Path) -> list[int]:
-    """Processes of the job still alive (any with its script in their command line)."""
+    """Processes of this test's job still alive (its script in their command line, its mark in their
+    environment)."""
+    mark = f"TRIAGE_TEST_JOB={folder}\0"
     pids = []
     for entry in Path("/proc").iterdir():
         command = (procs.read_text(entry / "cmdline") or "").replace("\0", " ") if entry.name.isdigit() else ""
-        if str(JOB) in command and procs.alive(int(entry.name)):
+        if (str(JOB) in command and mark in (procs.read_text(entry / "environ", 1 << 20) or "")
+                and procs.alive(int(entry.name))):
             pids.append(int(entry.name))
     return pids
 
@@ -229,7 +237,7 @@ def test_attached_to_a_job_holding_the_gil_in_a_c_call(tmp_path: Path) -> None:
     _torch_and_sampler()
     log = open(tmp_path / "job.log", "wb")  # noqa: SIM115 - the job holds it
     job = subprocess.Popen(_torchrun("--fault", "gil", "--rank", "1", "--at", "2"), stdout=log,
-                           stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS="1"))
+                           stderr=subprocess.STDOUT, env=_job_env(tmp_path))
     log.close()
     try:
         code, report, err = _watch(tmp_path, "--pid", str(job.pid), "--stall", "8", "--on-hang", "kill",
@@ -295,8 +303,7 @@ def test_a_watcher_killed_mid_way_leaves_the_job_to_finish(tmp_path: Path) -> No
     folder = tmp_path / "w"
     watcher = subprocess.Popen([sys.executable, "-m", "triage", "watch", "--stall", "60", "--dir", str(folder),
                                 "--", *_torchrun("--steps", "12", "--step-time", "0.5")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_job_env(tmp_path))
     out = folder / "job.stdout.log"
     deadline = time.monotonic() + LIMIT_S
     while "step 1 " not in (out.read_text() if out.exists() else "") and time.monotonic() < deadline:
