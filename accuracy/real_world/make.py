@@ -44,7 +44,7 @@ if SET:  # another set of runs (heldout/): its own RUNS, cases folder, raw folde
     CASES = HERE / SET / "cases"
     RAW = Path(os.environ.get("RW_RUNS", f"/tmp/rw-runs-{SET}"))
 else:
-    from runs import RUNS  # noqa: E402
+    from runs import RUNS
     CASES = HERE / "cases"
     RAW = Path(os.environ.get("RW_RUNS", "/tmp/rw-runs"))
     SEED = 18  # every random choice of a cut (which victim, which width) comes from random.Random(SEED + name)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from generators import ascendgen, bundle_cli
 from generators.ascendgen import Spec
 
