@@ -362,18 +362,6 @@ def _ras_count(out: Progress, e: Event) -> None:
         count.lines[f.get("pg_rank", "")] = e
 
 
-def disagreements(group: GroupProgress) -> list[str]:
-    """Where a rank's dump and its own logs disagree on how far it got (one line each)."""
-    out = []
-    for rank, p in sorted(group.by_rank.items()):
-        if p.has_dump and p.enqueued is not None and p.log_enqueued is not None and p.enqueued < p.log_enqueued:
-            out.append(f"rank {rank}'s dump says it enqueued up to {p.enqueued} in {group.label}, its logs "
-                       f"{p.log_enqueued}")
-        if p.has_dump and p.log_timed_out and not p.waiting and p.enqueued is not None:
-            out.append(f"rank {rank} timed out in {group.label} by its logs, but its dump shows nothing in flight")
-    return out
-
-
 def describe(group: GroupProgress, limit: int = 4) -> str:
     """`tp (ranks 4-5): rank 5 never enqueued ALL_REDUCE #41; rank 4 waiting in ALL_REDUCE #41 since …`."""
     from triage.ranks import fmt_ranks
