@@ -321,7 +321,8 @@ def rules_test(
 
 @app.command("watch", context_settings={"allow_interspersed_args": False},
              help="Run a distributed job (triage watch [OPTIONS] -- COMMAND...) or attach to one (--pid PID), "
-             "follow its output, and when no rank progresses for the stall window take every rank's stacks "
+             "sample each rank's progress (/proc, stacks, step lines), and when a rank makes no progress while its peers "
+             "wait on it (or every rank waits) take every rank's stacks "
              "(py-spy), /proc state, RAS status and flight recorder, and give the verdict; --on-hang kill ends "
              "the job. See docs/watch.md. Exit codes: the job's own when it ends by itself (after a post-mortem "
              "verdict if it failed); with --on-hang kill, the verdict's: 1 hang diagnosed, 3 culprit not "
@@ -335,12 +336,19 @@ def watch_command(
         "--pid 1 in a pod sharing its process namespace watches every process in it.")] = None,
     stall: Annotated[float, typer.Option(
         "--stall", min=1, metavar="SECONDS",
-        help="No rank progressing for this long is a hang (at least 3x the longest gap between step lines "
-             "seen; twice this before the first step line).")] = 180.0,
+        help="The window for a rank busy with nothing but its CPU moving (spinning) while a peer waits, and "
+             "for every rank waiting; an idle rank (nothing moving) while a peer waits is named after 30 s (or "
+             "this, if shorter). Each window grows to twice the longest pause of its kind the job came out of "
+             "(docs/watch.md, 'Choosing --stall').")] = 120.0,
     on_hang: Annotated[str, typer.Option(
         "--on-hang", metavar="report|kill|wait",
-        help="report: print the verdict and keep watching; kill: print it and end the job's process tree "
-             "(SIGTERM, SIGKILL after --grace); wait: take the snapshot and keep watching quietly.")] = "report",
+        help="report: print the verdict and keep watching; kill: print it and, on a diagnosed hang (see "
+             "--kill-confidence), end the job's process tree (SIGTERM, SIGKILL after --grace); wait: take the "
+             "snapshot and keep watching quietly.")] = "report",
+    kill_confidence: Annotated[float, typer.Option(
+        "--kill-confidence", min=0.0, max=1.0, metavar="P",
+        help="--on-hang kill ends the job only on a diagnosed verdict at least this sure, naming ranks "
+             "seen making no progress while a peer waits.")] = 0.7,
     grace: Annotated[float, typer.Option("--grace", min=0, metavar="SECONDS",
                                          help="Between SIGTERM and SIGKILL with --on-hang kill.")] = 10.0,
     native: Annotated[bool, typer.Option("--native", help="Stacks with C/C++ frames too (py-spy --native).")]
@@ -394,7 +402,8 @@ def watch_command(
         raise UserError(str(exc)) from None
     options = Options(command=list(command or []), pid=pid, stall_s=stall, on_hang=on_hang, grace_s=grace,
                       native=native, logs=list(logs or []), folder=folder, outputs=outputs, fail_on=failing,
-                      world_size=world_size, rules_dirs=list(rules or []), extract=extract_to, host=host)
+                      world_size=world_size, rules_dirs=list(rules or []), extract=extract_to, host=host,
+                      kill_confidence=kill_confidence)
     try:
         code = watch(options)
     except (FileNotFoundError, PermissionError, ProcessLookupError) as exc:

@@ -6,8 +6,16 @@ Every rank all-reduces a small tensor once per step and prints `step N` after it
 rank `--rank` meets its fault: `sleep` (sleeps forever before the collective), `gil` (blocks in a C
 call that holds the GIL), `lock` (waits for a lock another thread holds forever), `kill` (SIGKILLs
 itself), `subgroup` (sleeps forever; the others hang inside a sub-group all-reduce first), `pause`
-(every rank pauses --pause seconds, then goes on: not a fault). `none`: healthy. `--busy S` adds S seconds of matmuls per step (bench/watch.py). The gloo timeout
-is long (--timeout) so that the watcher, not the watchdog, sees the hang.
+(every rank pauses --pause seconds, then goes on: not a fault). `none`: healthy. `--busy S` adds S
+seconds of matmuls per step (bench/watch.py). The gloo timeout is long (--timeout) so that the
+watcher, not the watchdog, sees the hang.
+
+Healthy pauses a watcher must not take for a hang (every `--every` steps from `--at` on, when set):
+`eval` (every rank computes alone for --pause seconds), `checkpoint` (rank --rank writes a file in
+chunks for --pause seconds while the others wait in a barrier), `lengthen` (each step takes
+--growth times longer than the one before). Hangs: `spin` (rank --rank spins in a pure-Python loop
+forever), `flock` (rank --rank blocks in fcntl.flock on a file it already holds locked through
+another descriptor: State S in the kernel's file-lock wait).
 """
 
 from __future__ import annotations
@@ -15,10 +23,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import fcntl
 import os
 import signal
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -27,7 +38,8 @@ import torch.distributed as dist
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--fault", default="none",
-                        choices=["none", "sleep", "gil", "lock", "kill", "subgroup", "pause"])
+                        choices=["none", "sleep", "gil", "lock", "kill", "subgroup", "pause", "eval", "checkpoint",
+                                 "lengthen", "spin", "flock"])
     parser.add_argument("--rank", type=int, default=2)
     parser.add_argument("--at", type=int, default=3)
     parser.add_argument("--steps", type=int, default=8)
@@ -35,20 +47,26 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.0)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--busy", type=float, default=0.0, help="seconds of matmuls per step (bench)")
+    parser.add_argument("--every", type=int, default=0, help="repeat a healthy pause every N steps")
+    parser.add_argument("--growth", type=float, default=1.1, help="lengthen: each step this much longer")
+    parser.add_argument("--ckpt-dir", default="", help="checkpoint: where the file is written (a temp dir)")
     args = parser.parse_args()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     halves = [dist.new_group(list(range(0, world // 2))), dist.new_group(list(range(world // 2, world)))]
     mine = halves[0] if rank < world // 2 else halves[1]
     tensor = torch.ones(8)
+    step_time = args.step_time
     for step in range(args.steps):
-        if step == args.at:
+        if step == args.at or (args.every and step > args.at and (step - args.at) % args.every == 0):
             fault(args, rank, mine, tensor)
         busy(args.busy)
         dist.all_reduce(tensor)
         tensor.fill_(1.0)
         print(f"step {step} rank {rank}", flush=True)
-        time.sleep(args.step_time)
+        time.sleep(step_time)
+        if args.fault == "lengthen" and step >= args.at:
+            step_time *= args.growth
     dist.barrier()
     dist.destroy_process_group()
 
@@ -61,9 +79,53 @@ def busy(seconds: float) -> None:
         a = (a @ a).clamp_(-1, 1)
 
 
+def evaluate(seconds: float) -> None:
+    """Every rank alone: matmuls, no collective, for about this long."""
+    busy(seconds)
+
+
+def write_checkpoint(folder: str, seconds: float) -> None:
+    """Write a file in 1 MiB chunks for about this long (its bytes grow as it goes)."""
+    chunk = os.urandom(1 << 20)
+    end = time.monotonic() + seconds
+    with tempfile.TemporaryDirectory(dir=folder or None) as where, open(Path(where) / "ckpt.pt", "wb") as out:
+        while time.monotonic() < end:
+            out.write(chunk)
+            out.flush()
+            if out.tell() > 64 << 20:  # keep the file small: rewrite it from its start
+                out.seek(0)
+            time.sleep(0.05)
+
+
+def spin() -> None:
+    """A pure-Python loop that never ends: CPU busy, the same frame every time it is looked at."""
+    count = 0
+    while True:
+        count += 1
+
+
+def flock_forever(folder: str) -> None:
+    """Block in the kernel on a file lock held through another descriptor of the same file."""
+    path = Path(folder or tempfile.gettempdir()) / f"watch-job-{os.getpid()}.lock"
+    holder = open(path, "w")  # noqa: SIM115 - held until the process ends
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    with open(path, "w") as waiter:
+        fcntl.flock(waiter, fcntl.LOCK_EX)
+
+
 def fault(args: argparse.Namespace, rank: int, mine: dist.ProcessGroup, tensor: torch.Tensor) -> None:
     if args.fault == "pause":
         time.sleep(args.pause)
+        return
+    if args.fault == "eval":
+        evaluate(args.pause)
+        return
+    if args.fault == "checkpoint":
+        if rank == args.rank:
+            write_checkpoint(args.ckpt_dir, args.pause)
+        dist.barrier()
+        return
+    if args.fault == "lengthen":
         return
     if args.fault == "subgroup":
         if rank != args.rank:
@@ -72,6 +134,7 @@ def fault(args: argparse.Namespace, rank: int, mine: dist.ProcessGroup, tensor: 
         time.sleep(1e6)
     if rank != args.rank:
         return
+    print(f"fault {args.fault} rank {rank} begins at {time.time():.3f}", flush=True)  # the soak's hang time
     if args.fault == "sleep":
         time.sleep(1e6)
     elif args.fault == "gil":
@@ -88,6 +151,10 @@ def fault(args: argparse.Namespace, rank: int, mine: dist.ProcessGroup, tensor: 
         threading.Thread(target=holder, name="holder", daemon=True).start()
         held.wait()
         lock.acquire()
+    elif args.fault == "spin":
+        spin()
+    elif args.fault == "flock":
+        flock_forever(args.ckpt_dir)
     elif args.fault == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
 

@@ -18,6 +18,7 @@ from triage import __version__, exitcodes
 from triage.model import Report, Status
 from triage.report import outputs as report_outputs
 from triage.watch.procs import alive, descendants, start_ticks
+from triage.watch.progress import Finding
 
 
 def analyze(paths: Sequence[Path], outputs: Sequence[report_outputs.Output], *, world_size: int | None,
@@ -49,6 +50,37 @@ def verdict_code(report: Report | None, fail_on: frozenset[Status]) -> int:
     if report.verdict.status is Status.NO_FAILURE and fail_on:
         return exitcodes.INCONCLUSIVE  # watch saw it hang; the logs alone did not show it
     return code
+
+
+def may_end(report: Report | None, finding: Finding, now: Finding | None, floor: float) -> tuple[bool, str]:
+    """Whether `--on-hang kill` may end the job, and why (or why not).
+
+    Only a diagnosed verdict at or above `floor`, naming ranks that the progress model saw make no
+    progress while a peer waited (`finding`, from evidence, not silence) and still sees so after
+    the snapshot (`now`). NO FAILURE and inconclusive verdicts are reported, never acted upon.
+    """
+    if not finding.can_act:
+        return False, (f"a {finding.kind} hang is seen from silence alone (no stacks say who waits on whom); "
+                       "it is reported, never acted upon")
+    if report is None:
+        return False, "there is no verdict"
+    verdict = report.verdict
+    if verdict.status is not Status.DIAGNOSED:
+        return False, f"the verdict is {verdict.status.value}: only a diagnosed hang is acted upon"
+    if verdict.confidence < floor:
+        return False, f"the verdict's confidence {verdict.confidence:.2f} is below --kill-confidence {floor:.2f}"
+    named = sorted({c.rank for c in verdict.culprits if c.kind == "rank" and c.rank is not None})
+    if not named:
+        return False, "the verdict names no rank"
+    if now is None or now.stage != "hang" or now.kind != finding.kind:
+        return False, "the job moved again while the snapshot was taken"
+    stuck = set(now.culprits) | (set(now.waiting) if now.kind == "all-waiting" else set())
+    moving = [r for r in named if r not in stuck]
+    if moving:
+        return False, f"rank {', '.join(map(str, moving))}, named by the verdict, is not seen making no progress"
+    return True, (f"diagnosed {verdict.category.value} at confidence {verdict.confidence:.2f} >= "
+                  f"{floor:.2f}; rank {', '.join(map(str, named))} made no progress for {now.quiet_s:.0f} s "
+                  f"({now.kind}) while a peer waited")
 
 
 def end_tree(root: int, extra: Sequence[int] = (), grace_s: float = 10.0) -> list[int]:

@@ -47,6 +47,7 @@ class ProcState:
     threads: list[tuple[int, str, str, str]] = field(default_factory=list)  # tid, name, state, wchan
     cpu_ticks: int = 0  # user + system time, in clock ticks
     rss_kb: int = 0
+    syscall: str = ""  # the system call its main thread is in (`73 (flock)`), "running", or ""
 
 
 def read_text(path: Path, limit: int = 1 << 16) -> str | None:
@@ -57,7 +58,7 @@ def read_text(path: Path, limit: int = 1 << 16) -> str | None:
         return None
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+def stat_fields(pid: int) -> list[str] | None:
     """/proc/<pid>/stat after the command name (whose parentheses may hold anything)."""
     text = read_text(PROC / str(pid) / "stat")
     if not text or ")" not in text:
@@ -66,18 +67,18 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 
 def parent_of(pid: int) -> int | None:
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return int(fields[1]) if fields and len(fields) > 1 else None
 
 
 def start_ticks(pid: int) -> int:
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return int(fields[19]) if fields and len(fields) > 19 else 0
 
 
 def alive(pid: int, ticks: int | None = None) -> bool:
     """The process exists and is not a zombie (and is the one that started at `ticks`)."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     if not fields or fields[0] in ("Z", "X"):
         return False
     return ticks is None or not ticks or (len(fields) > 19 and int(fields[19]) == ticks)
@@ -160,11 +161,12 @@ _STATES = {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "
 
 def state_of(pid: int) -> ProcState | None:
     """State, wait channel, threads, CPU time and memory of a process; None when it is gone."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     if not fields:
         return None
     state = ProcState(state=f"{fields[0]} ({_STATES.get(fields[0], '?')})")
     state.wchan = (read_text(PROC / str(pid) / "wchan") or "").strip()
+    state.syscall = syscall_of(pid)
     if len(fields) > 22:
         state.cpu_ticks = int(fields[11]) + int(fields[12])
         state.rss_kb = int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
@@ -181,8 +183,34 @@ def state_of(pid: int) -> ProcState | None:
     return state
 
 
+# The system calls a blocked rank is most often found in, by number (x86_64, then aarch64): the
+# kernel gives only the number; the name makes it evidence a reader can use.
+_SYSCALLS = {
+    "x86_64": {0: "read", 1: "write", 7: "poll", 23: "select", 35: "nanosleep", 34: "pause", 45: "recvfrom",
+               47: "recvmsg", 61: "wait4", 72: "fcntl", 73: "flock", 74: "fsync", 75: "fdatasync",
+               202: "futex", 230: "clock_nanosleep", 232: "epoll_wait", 271: "ppoll", 281: "epoll_pwait"},
+    "aarch64": {63: "read", 64: "write", 73: "ppoll", 32: "flock", 25: "fcntl", 82: "fsync", 83: "fdatasync",
+                98: "futex", 101: "nanosleep", 115: "clock_nanosleep", 207: "recvfrom", 212: "recvmsg",
+                22: "epoll_pwait", 260: "wait4"},
+}
+
+
+def syscall_of(pid: int) -> str:
+    """The system call the process's main thread is blocked in, named where known."""
+    text = (read_text(PROC / str(pid) / "syscall") or "").split()
+    if not text:
+        return ""
+    if not text[0].lstrip("-").isdigit():
+        return text[0]  # "running"
+    number = int(text[0])
+    if number < 0:
+        return ""
+    name = _SYSCALLS.get(os.uname().machine, {}).get(number)
+    return f"{number} ({name})" if name else str(number)
+
+
 def cpu_ticks(pid: int) -> int:
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return int(fields[11]) + int(fields[12]) if fields and len(fields) > 12 else 0
 
 
@@ -193,7 +221,7 @@ def render_state(rank: RankProc, state: ProcState | None, host: str) -> str:
     if state is None:
         return head + "\nprocess gone before it could be read\n"
     lines = [head, f"cmdline: {rank.cmdline}", f"State: {state.state}",
-             f"wchan: {state.wchan or '-'}", f"cpu_ticks: {state.cpu_ticks}", f"rss_kb: {state.rss_kb}",
+             f"wchan: {state.wchan or '-'}", f"syscall: {state.syscall or '-'}", f"cpu_ticks: {state.cpu_ticks}", f"rss_kb: {state.rss_kb}",
              f"Threads: {len(state.threads)}"]
     lines += [f"  thread {tid} {name!r} state {st} wchan {wc or '-'}" for tid, name, st, wc in state.threads]
     return "\n".join(lines) + "\n"

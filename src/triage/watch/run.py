@@ -1,8 +1,11 @@
 """The watch loop: start or attach to the job, follow it, and act on a hang or on its end.
 
-Every poll: the followed files' new bytes (passed through and judged), the rank processes (every
-RESCAN_S), the stall clock. A hang: rank processes alive and no progress for the stall window;
-then a snapshot, the verdict and `--on-hang`'s action, once per silence (progress re-arms it). The
+Every poll: the followed files' new bytes (passed through and judged: step lines are progress).
+Every RESCAN_S: the rank processes, a /proc sample of each for the progress model, a stack sample
+of each when the model asks for one, and the model's finding (src/triage/watch/progress.py). A
+suspect is said once; a hang is a snapshot, the verdict and `--on-hang`'s action, once per episode
+(progress re-arms it). `--on-hang kill` ends the job only on a diagnosed verdict at or above
+`--kill-confidence` whose culprits the model still sees making no progress (act.may_end). The
 job's end: its own exit code, after a post-mortem verdict when it failed. Watch's own failure is
 said once and leaves the job running (in command mode its output is still passed through).
 """
@@ -10,7 +13,9 @@ said once and leaves the job running (in command mode its output is still passed
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import json
 import os
 import socket
 import subprocess
@@ -25,15 +30,17 @@ from typing import BinaryIO
 from triage import exitcodes
 from triage.model import Status
 from triage.report.outputs import Output
-from triage.watch import act, snapshot
+from triage.watch import act, progress, sample, snapshot
 from triage.watch.follow import Follower
-from triage.watch.procs import RankProc, alive, cpu_ticks, find_ranks
-from triage.watch.stall import Judge, StallClock
+from triage.watch.procs import RankProc, alive, descendants, find_ranks
+from triage.watch.progress import Finding, Model
+from triage.watch.stall import Judge
 
-RESCAN_S = 2.0  # how often the process tree is read again
-CPU_ACTIVE_SHARE = 0.1  # of one CPU: a rank busier than this is starting up, before any step line
+RESCAN_S = 2.0  # how often the process tree is read again and every rank sampled
 ON_HANG = ("report", "kill", "wait")
-DEFAULT_STALL_S = 180.0
+DEFAULT_STALL_S = 120.0
+DEFAULT_KILL_CONFIDENCE = 0.7
+SIGHT_AFTER_S = 10.0  # what watch can see is said when ranks are found, or after this long without
 
 
 @dataclass
@@ -53,6 +60,7 @@ class Options:
     extract: Path | None = None
     host: str | None = None
     poll_s: float = 0.5
+    kill_confidence: float = DEFAULT_KILL_CONFIDENCE
 
 
 def watch(options: Options) -> int:
@@ -71,18 +79,24 @@ class _Watch:
         self.folder = options.folder or Path(f"triage-watch-{stamp}")
         self.folder.mkdir(parents=True, exist_ok=True)
         self.judge = Judge(Matcher(load_rules(options.rules_dirs)))
-        self.clock = StallClock(options.stall_s, time.monotonic())
+        self.spy = snapshot.sampler()
+        self.model = Model(options.stall_s, time.monotonic(), stacks=self.spy is not None,
+                           hz=float(os.sysconf("SC_CLK_TCK")))
         self.follower = Follower(self._on_text)
         self.ranks: dict[int, RankProc] = {}  # by pid
         self.ended: set[int] = set()
         self.child: subprocess.Popen[bytes] | None = None
         self.root = 0
         self.broken = ""  # why watching stopped (the job goes on)
-        self.fired_at: float | None = None  # the last progress before the silence acted upon
+        self.said: set[str] = set()  # the findings (kind and culprits) already said or acted upon
+        self.blind: list[str] = []  # what watch cannot see of the job
+        self.sighted = False  # whether what watch can see was said
         self.snapshots = 0
         self.last_line = ""
-        self.cpu: tuple[float, int] | None = None
         self.failures = 0
+        self.finding: Finding | None = None
+        self.record = os.environ.get("TRIAGE_WATCH_RECORD") or None
+        self.tracked: dict[int, int] = {}  # rank -> the pid the model follows for it
 
     # --- the job -------------------------------------------------------------------------------
 
@@ -98,6 +112,8 @@ class _Watch:
                     continue
                 if target.is_file():
                     self.follower.add(target, from_end=True)
+            if not self.o.logs:
+                self.blind += [f"the job's output ({why})" for why in sample.output_visibility(self.root)]
         else:
             env = dict(os.environ)
             env.setdefault("PYTHONUNBUFFERED", "1")  # step lines as they are printed, not by the 8 KiB
@@ -114,8 +130,9 @@ class _Watch:
             self.root = self.child.pid
         for folder in self.o.logs:
             self.follower.add_folder(folder)
-        self._log(f"watching pid {self.root} on host {self.host}; stall window {self.o.stall_s:.0f} s, "
-                  f"on hang: {self.o.on_hang}")
+        acting = (f"kill (only a diagnosed hang at confidence >= {self.o.kill_confidence:.2f} whose culprit "
+                  "makes no progress)" if self.o.on_hang == "kill" else self.o.on_hang)
+        self._log(f"watching pid {self.root} on host {self.host}; {self.model.windows_text()}; on hang: {acting}")
 
     def _job_code(self) -> tuple[bool, int | None]:
         """(whether the job ended, its exit code when known)."""
@@ -170,55 +187,130 @@ class _Watch:
 
     def _on_text(self, source: str, text: str) -> None:
         reading = self.judge.read(source, text)
-        now = time.monotonic()
-        self.clock.activity(now)
-        for _ in range(min(reading.progress, 1)):
-            self.clock.progress(now)
+        if reading.progress:
+            now = time.monotonic()
+            self.model.step_line(now)
+            if self.record is not None:
+                with contextlib.suppress(OSError), open(self.record, "a", encoding="utf-8") as out:
+                    out.write(json.dumps({"step": now}) + "\n")
             self.last_line = reading.last
         self.failures += len(reading.failures)
 
     def _scan(self, now: float) -> None:
-        found, _problems = find_ranks(self.root)
+        found, problems = find_ranks(self.root)
         for rank in found:
             self.ranks.setdefault(rank.pid, rank)
         for pid, rank in self.ranks.items():
             if pid not in self.ended and not alive(pid, rank.start_ticks):
                 self.ended.add(pid)
+                self.model.forget(rank.rank)
                 code = ""
                 if self.child is not None and pid == self.child.pid and self.child.poll() is not None:
                     code = f" with exit code {self.child.returncode}"
                 self._log(f"rank process {pid} of rank {rank.rank} ended{code} at {snapshot.stamp()}"
                           + ("" if code else " (exit code unknown: not a child of triage watch)"))
-        if not self.clock.steps_seen:  # starting up: a busy rank is not a hung one
-            live = [p for p in self.ranks if p not in self.ended] or [self.root]
-            ticks = sum(cpu_ticks(p) for p in live)
-            if self.cpu is not None and ticks - self.cpu[1] >= CPU_ACTIVE_SHARE * (now - self.cpu[0]) * os.sysconf("SC_CLK_TCK"):
-                self.clock.activity(now)
-            self.cpu = (now, ticks)
+        members = self._members()
+        for rank in members:
+            if self.tracked.get(rank.rank, rank.pid) != rank.pid:  # another process now (the launcher
+                self.model.forget(rank.rank)  # before its ranks started, or a restarted rank)
+            self.tracked[rank.rank] = rank.pid
+            taken = sample.proc_sample(rank, [p for p in descendants(rank.pid) if p != rank.pid], now)
+            if taken is not None:
+                self._observe(rank.rank, taken)
+        if members and not self.sighted and (self.ranks or now - self.model.started >= SIGHT_AFTER_S):
+            self._say_sight(members, problems)
+        if self.model.wants_stacks(now) and self.spy is not None and members:
+            self._sample_stacks(self.spy, members, now)
+        finding = self.model.decide(now)
+        if finding is not None and finding.stage == "suspect":
+            key = f"suspect {finding.kind} {finding.culprits}"
+            if key not in self.said:
+                self.said.add(key)
+                line = f"suspect ({finding.kind}): {finding.text}"
+                self._log(line)
+                act.say(line)
+        if finding is None or finding.stage != "hang":
+            self.said = {k for k in self.said if not k.startswith("hang ")}  # progress re-arms it
+        self.finding = finding
+
+    def _observe(self, rank: int, taken: progress.Sample) -> None:
+        self.model.observe(rank, taken)
+        if self.record is not None:  # TRIAGE_WATCH_RECORD: the samples, for replaying in tests
+            with contextlib.suppress(OSError), open(self.record, "a", encoding="utf-8") as out:
+                out.write(json.dumps(progress.to_json(rank, taken)) + "\n")
+
+    def _members(self) -> list[RankProc]:
+        """The job's live ranks; the root itself where no process names its rank."""
+        live = self._live_ranks()
+        if not live and not self.ranks and alive(self.root):
+            live = [RankProc(pid=self.root, rank=0)]
+        return live
+
+    def _sample_stacks(self, spy: str, members: list[RankProc], now: float) -> None:
+        self.model.last_stacks = now
+        views, problems = sample.stack_samples(spy, members, self.judge.matcher.rules)
+        for rank in members:
+            view = views.get(rank.pid)
+            again = sample.proc_sample(rank, [p for p in descendants(rank.pid) if p != rank.pid], now)
+            if view is not None and again is not None:
+                self._observe(rank.rank, dataclasses.replace(again, stack=view))
+        if not views and problems:
+            self.model.stacks = False
+            line = (f"stacks cannot be taken ({problems[0]}): who waits on whom is not known; a long silence is "
+                    "reported, never acted upon")
+            self._log(line)
+            act.say(line)
+
+    def _say_sight(self, members: list[RankProc], problems: list[str]) -> None:
+        """Once, when the job's ranks are first seen: what watch can see of their progress."""
+        self.sighted = True
+        blind = list(self.blind)
+        if self.spy is None:
+            blind.append("stacks (py-spy is not installed: pip install 'triage[watch]')")
+        else:
+            _, why = sample.dump(self.spy, members[0].pid)
+            if why:
+                self.model.stacks = False
+                blind.append(f"stacks ({why})")
+        if sample.proc_counters(members[0].pid)[1] < 0:
+            blind.append(f"/proc/{members[0].pid}/io (not readable: not the job's user, or another PID namespace)")
+        blind += problems[:1]
+        if blind:
+            line = ("cannot see " + "; ".join(blind) + ". Progress is judged from what can be seen "
+                    + ("(/proc and stacks)" if self.model.stacks else "(/proc and the logs)")
+                    + "; silence alone is never acted upon")
+            self._log(line)
+            act.say(line)
+        else:
+            self._log("sees the job's output, its ranks in /proc, and their stacks")
 
     def _live_ranks(self) -> list[RankProc]:
         return [r for pid, r in self.ranks.items() if pid not in self.ended and alive(pid, r.start_ticks)]
 
     def _hang_due(self, now: float) -> bool:
-        if not self.clock.stalled(now) or self.fired_at == self.clock.last_progress:
+        finding = self.finding
+        if finding is None or finding.stage != "hang":
             return False
-        return bool(self._live_ranks()) or (not self.ranks and alive(self.root))
+        return f"hang {finding.kind} {finding.culprits}" not in self.said
 
     # --- acting --------------------------------------------------------------------------------
 
     def _on_hang(self, now: float) -> int | None:
-        self.fired_at = self.clock.last_progress
-        live = self._live_ranks()
-        if not live and not self.ranks:  # no launcher-set rank: the command itself is the job
-            live = [RankProc(pid=self.root, rank=0)]
-        quiet, window = self.clock.quiet(now), self.clock.window()
-        self._log(f"no progress for {quiet:.0f} s (stall window {window:.0f} s) with {len(live)} rank "
-                  f"processes alive on host {self.host}; last progress: {self.last_line or 'none seen'}")
+        finding = self.finding
+        if finding is None:
+            return None
+        self.said.add(f"hang {finding.kind} {finding.culprits}")
+        live = self._members()
+        self._log(f"no progress for {finding.quiet_s:.0f} s (stall window {finding.window_s:.0f} s) with "
+                  f"{len(live)} rank processes alive on host {self.host}; {finding.kind} hang, window "
+                  f"{finding.window_s:.0f} s ({finding.why_window}); {finding.text}; "
+                  f"last progress: {self.last_line or 'none seen'}")
         self.snapshots += 1
         folder = self.folder / f"snapshot-{self.snapshots}-hang"
         manifest = snapshot.take(folder, live, reason="hang", host=self.host, native=self.o.native)
         missing = "; ".join(sorted({m["why"] for m in manifest.missing if m["what"] in ("stacks", "note")}))
-        act.say(f"no progress for {quiet:.0f} s (window {window:.0f} s): snapshot of {len(live)} rank"
+        act.say(f"{finding.kind} hang after {finding.quiet_s:.0f} s (window {finding.window_s:.0f} s: "
+                f"{finding.why_window}): {finding.text}; snapshot of {len(live)} rank"
                 f"{'s' if len(live) != 1 else ''} in {folder}"
                 + (f"; not taken: {missing} (falling back to RAS and logs)" if missing else ""))
         self._write_extract()
@@ -228,7 +320,13 @@ class _Watch:
                              rules_dirs=self.o.rules_dirs)
         if self.o.on_hang == "report":
             return None
-        act.say(f"ending the job (SIGTERM, SIGKILL after {self.o.grace_s:.0f} s)")
+        self._recheck()
+        go, why = act.may_end(report, finding, self.finding, self.o.kill_confidence)
+        self._log(("ending the job: " if go else "not ending the job: ") + why)
+        if not go:
+            act.say(f"not ending the job: {why}")
+            return None
+        act.say(f"ending the job ({why}; SIGTERM, SIGKILL after {self.o.grace_s:.0f} s)")
         left = act.end_tree(self.root, [r.pid for r in live], self.o.grace_s)
         if self.child is not None:
             try:
@@ -239,6 +337,17 @@ class _Watch:
             act.say(f"processes still there after SIGKILL: {', '.join(map(str, left))}")
         self.follower.poll()
         return act.verdict_code(report, self.o.fail_on)
+
+    def _recheck(self) -> None:
+        """After the snapshot (whose py-spy may have paused the ranks), a fresh look over RESCAN_S:
+        is the culprit still making no progress?"""
+        now = time.monotonic()
+        for rank in self._members():
+            taken = sample.proc_sample(rank, [p for p in descendants(rank.pid) if p != rank.pid], now)
+            if taken is not None:
+                self.model.rebase(rank.rank, taken)
+        time.sleep(RESCAN_S)
+        self._scan(time.monotonic())
 
     def _finish(self, code: int | None) -> int:
         self._scan_final()

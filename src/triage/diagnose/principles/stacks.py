@@ -32,6 +32,10 @@ MISMATCH_SCORE = 0.7
 # Every rank waiting in the same collective: a lead to the device or network side, no culprit.
 ALL_WAITING_SCORE = 0.45
 STALL_RULE = "stack-watch-stalled"
+KERNEL_RULES = "stack-kernel-"  # a rank's state, wchan and syscall in a snapshot (rankN.proc.txt)
+# The kernel's waits that say what a rank outside any collective is held by, the most telling first.
+_KERNEL_ORDER = ("stack-kernel-lock-file", "stack-kernel-io-uninterruptible", "stack-kernel-io-pipe-socket",
+                 "stack-kernel-lock-futex", "stack-kernel-io-poll", "stack-kernel-sleep", "stack-kernel-running")
 _FAILURE = (Kind.TIMEOUT, Kind.ERROR, Kind.PEER_ERROR, Kind.CULPRIT_NAMED)
 _QUOTED = 5  # frames quoted per culprit
 # Calls that wait on peers while communicators are made: a hang there is in comm_init.
@@ -62,6 +66,21 @@ def stack_evidence(event: Event, limit: int = _QUOTED) -> list[Evidence]:
     return quoted or [event.evidence]
 
 
+def kernel_wait(ctx: Context, rank: int, dump: Event) -> tuple[str, list[Evidence]]:
+    """What the kernel said of a rank in the snapshot its dump is from (its wait, its system call),
+    in words, with the lines that say so; ("", []) when nothing telling."""
+    folder = dump.evidence.source.rpartition("/")[0]
+    state = ctx.job.ranks.get(rank)
+    lines = [e for e in (state.events if state else []) if e.rule_id.startswith(KERNEL_RULES)
+             and e.evidence.source.rpartition("/")[0] == folder]
+    waits = sorted((e for e in lines if e.rule_id in _KERNEL_ORDER), key=lambda e: _KERNEL_ORDER.index(e.rule_id))
+    if not waits:
+        return "", []
+    call = next((e for e in lines if e.rule_id == "stack-kernel-syscall"), None)
+    words = waits[0].message + (f", in the system call {call.fields['syscall']}" if call else "")
+    return words, [e.evidence for e in [waits[0], *([call] if call else [])]]
+
+
 def _phase(ctx: Context, culprits: list[int], waiting: list[Event]) -> Phase:
     """Where the logs place it; else where the waiting ranks wait: making communicators, or in
     collectives once they were made."""
@@ -89,8 +108,15 @@ def stack_dumps(ctx: Context) -> Hypothesis | None:
     outside = {r: e for r, e in dumps.items() if e.fields["stack_state"] not in INSIDE}
     expected = ctx.expected or sorted(dumps)
     without = [r for r in expected if r not in dumps]
-    said = (f"triage watch saw no progress for {stalled[-1].fields.get('quiet_s', '?')} s and took "
-            "every rank's stack. " if stalled else "")
+    said = ""
+    if stalled:
+        fields = stalled[-1].fields
+        kind = f"an {fields['hang_kind']} hang" if fields.get("hang_kind") in ("idle", "all-waiting") else \
+            f"a {fields['hang_kind']} hang" if fields.get("hang_kind") else "a hang"
+        window = (f"{fields['hang_kind']} window {fields.get('window_s', '?')} s: {fields['window_why']}"
+                  if fields.get("window_why") else f"stall window {fields.get('window_s', '?')} s")
+        said = (f"triage watch saw {kind}, no progress for {fields.get('quiet_s', '?')} s ({window}), and took "
+                "every rank's stack. ")
     if inside and outside:
         return _outside(ctx, inside, outside, without, said)
     if not inside:
@@ -132,10 +158,16 @@ def _outside(ctx: Context, inside: dict[int, Event], outside: dict[int, Event], 
     for rank, event in sorted(outside.items()):
         state = _WORDS.get(event.fields["stack_state"], event.fields["stack_state"])
         call = f" ({event.fields['stack_call']})" if event.fields.get("stack_call") else ""
+        kernel, kernel_lines = kernel_wait(ctx, rank, event)
+        if kernel and event.fields["stack_state"] in ("python", "unknown"):
+            # The kernel knows better than "its own code" what holds it (or that it runs).
+            state, call = (f"{state}, {kernel}" if kernel_lines[0].rule_id == "stack-kernel-running" else kernel), ""
+        elif kernel:
+            call += f"; the kernel: {kernel}"
         culprits.append(Culprit(
             kind="rank", rank=rank, host=ctx.host_of(rank),
             reason=f"its stack is outside any collective, {state}{call}: {_where(event)}",
-            evidence=stack_evidence(event)))
+            evidence=kernel_lines + stack_evidence(event)))
     ranks = sorted(outside)
     reasoning = (f"{said}Rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} "
                  f"{'are' if len(ranks) > 1 else 'is'} outside any collective while rank"
