@@ -1,8 +1,11 @@
-"""`triage watch`: the stall clock, the py-spy reader, the live-stacks principle, the process tree,
-and real torchrun + gloo jobs on CPU with real faults (docs/watch.md).
+"""`triage watch`: the py-spy reader, the live-stacks principle with the kernel's word, the process
+tree, and real torchrun + gloo jobs on CPU with real faults and healthy pauses (docs/watch.md).
+The progress model and the decision to act are tested on sample sequences in test_watch_progress.py.
 
-The real jobs wait on conditions (the job's end, the verdict), with generous upper bounds, and use
-stall windows far from their healthy step times: nothing here depends on how fast the machine is.
+The real jobs wait on conditions (the job's end, the verdict), with generous upper bounds, and
+assert outcomes that do not depend on the machine's speed: a hang needs a rank making no progress
+while a peer waits on it, so a healthy job with a pause is never killed however slow the machine;
+a rank that sleeps, spins or blocks forever is named whenever the window passes.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -23,28 +28,11 @@ from triage.model import Category, Phase, Status
 from triage.parse import pyspy
 from triage.rules import load_rules
 from triage.watch import act, procs, snapshot
-from triage.watch.stall import STARTUP_FACTOR, StallClock
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = ROOT / "tests" / "generators" / "watch_job.py"
+LAUNCHER = ROOT / "tests" / "generators" / "watch_launcher.sh"
 LIMIT_S = 240  # an upper bound no healthy run comes near; the tests wait on conditions
-
-# --- the stall clock -----------------------------------------------------------------------------
-
-
-def test_the_window_is_longer_before_the_first_step_and_grows_with_the_longest_step() -> None:
-    clock = StallClock(10.0, started=0.0)
-    assert clock.window() == 10.0 * STARTUP_FACTOR
-    clock.activity(5.0)  # output before the first step line counts
-    assert not clock.stalled(20.0) and clock.stalled(25.0)
-    clock.progress(6.0)
-    clock.progress(7.0)
-    assert clock.window() == 10.0
-    clock.progress(27.0)  # a 20 s step: a job that slow is not hung after 10 s
-    assert clock.window() == 60.0
-    clock.activity(80.0)  # after the first step line, only progress counts
-    assert clock.quiet(80.0) == 53.0 and not clock.stalled(80.0) and clock.stalled(87.0)
-
 
 # --- py-spy dumps and the principle ----------------------------------------------------------------
 
@@ -118,6 +106,32 @@ def test_every_rank_in_the_same_collective_is_a_lead_below_python_not_a_culprit(
 def test_stacks_without_a_stall_or_a_failure_say_nothing(tmp_path: Path) -> None:
     folder = _snapshot(tmp_path, {0: WAITING, 1: ["<module> (train.py:10)"]}, stalled=False)
     assert analyze([folder]).verdict.status is Status.NO_FAILURE
+
+
+def test_the_kernel_says_what_holds_a_rank_that_its_stack_calls_its_own_code(tmp_path: Path) -> None:
+    folder = _snapshot(tmp_path, {0: WAITING, 1: ["flock_forever (train.py:113)", "main (train.py:62)"], 2: WAITING})
+    (folder / "snapshot-1-hang" / "rank1.proc.txt").write_text(
+        "triage watch: rank 1 local_rank 1 world_size 3 pid 101 host node07\nState: S (sleeping)\n"
+        "wchan: locks_lock_inode_wait\nsyscall: 73 (flock)\ncpu_ticks: 155\n")
+    (folder / "snapshot-1-hang" / "rank0.proc.txt").write_text(
+        "triage watch: rank 0 local_rank 0 world_size 3 pid 100 host node07\nState: S (sleeping)\n"
+        "wchan: futex_do_wait\nsyscall: 202 (futex)\n")
+    verdict = analyze([folder]).verdict
+    assert [c.rank for c in verdict.culprits] == [1] and verdict.category is Category.HUNG_PROCESS
+    reason = verdict.culprits[0].reason
+    assert "blocked in the kernel on a file lock (locks_lock_inode_wait), in the system call flock" in reason
+    assert "running its own code" not in reason
+    assert [e.text for e in verdict.culprits[0].evidence[:2]] == ["wchan: locks_lock_inode_wait", "syscall: 73 (flock)"]
+
+
+def test_uninterruptible_io_is_named_as_such(tmp_path: Path) -> None:
+    folder = _snapshot(tmp_path, {0: WAITING, 1: WAITING, 2: ["save_shard (ckpt.py:40)"], 3: WAITING})
+    (folder / "snapshot-1-hang" / "rank2.proc.txt").write_text(
+        "triage watch: rank 2 local_rank 2 world_size 4 pid 102 host node07\nState: D (disk sleep)\n"
+        "wchan: rpc_wait_bit_killable\nsyscall: 1 (write)\n")
+    verdict = analyze([folder]).verdict
+    assert [c.rank for c in verdict.culprits] == [2]
+    assert "in uninterruptible I/O (D), in the system call write" in verdict.culprits[0].reason
 
 
 # --- the process tree and ending it --------------------------------------------------------------
@@ -315,3 +329,118 @@ def test_a_watcher_killed_mid_way_leaves_the_job_to_finish(tmp_path: Path) -> No
     assert _left_behind(tmp_path) == []
     text = out.read_text()
     assert all(f"step 11 rank {r}" in text for r in range(3)), text[-500:]
+
+
+# --- the progress model on real jobs: hangs named, healthy pauses never harmed ---------------------
+
+def _kernel_words() -> bool:
+    """Whether this kernel shows wait channels (some hide them: /proc/<pid>/wchan reads 0)."""
+    return (procs.read_text(Path("/proc/self/wchan")) or "0").strip() not in ("", "0")
+
+
+def test_a_rank_blocked_on_a_file_lock_is_named_with_the_kernels_word(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    code, report, err = _watch(tmp_path, "--stall", "8", "--on-hang", "kill", "--grace", "5",
+                               command=_torchrun("--fault", "flock", "--rank", "1", "--at", "2",
+                                                 "--ckpt-dir", str(tmp_path)))
+    ranks, phase, _ = _culprit(report)
+    assert code == 1, err
+    assert ranks == [1] and phase == "execution"
+    if _kernel_words():
+        assert "blocked in the kernel on a file lock" in report["verdict"]["culprits"][0]["reason"]
+    log = (tmp_path / "w" / "watch.log").read_text()
+    assert "idle hang, window 8 s (--stall 8)" in log and "ending the job: diagnosed" in log
+    assert _left_behind(tmp_path) == []
+
+
+def _healthy(tmp_path: Path, *job: str, stall: str = "10") -> None:
+    code, report, err = _watch(tmp_path, "--stall", stall, "--on-hang", "kill", "--grace", "5",
+                               command=_torchrun(*job))
+    assert code == 0, err
+    assert report == {} and "ending the job" not in err
+    assert not list((tmp_path / "w").glob("snapshot-*"))
+
+
+@pytest.mark.slow
+def test_an_evaluation_of_every_rank_longer_than_the_window_is_never_killed(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    _healthy(tmp_path, "--fault", "eval", "--at", "2", "--pause", "20", "--steps", "4")
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_rank_0_while_the_others_wait_in_a_barrier_is_never_killed(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    _healthy(tmp_path, "--fault", "checkpoint", "--rank", "0", "--at", "2", "--pause", "25", "--steps", "4",
+             "--ckpt-dir", str(tmp_path))
+
+
+@pytest.mark.slow
+def test_steps_that_lengthen_past_the_window_are_never_killed(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    _healthy(tmp_path, "--fault", "lengthen", "--at", "0", "--step-time", "1", "--growth", "1.6", "--steps", "7",
+             stall="5")
+
+
+@pytest.mark.slow
+def test_attached_to_a_job_whose_output_is_a_pipe_it_says_so_and_never_kills(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    job = subprocess.Popen(_torchrun("--fault", "eval", "--at", "3", "--pause", "20", "--steps", "12",
+                                     "--step-time", "0.5"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           env=_job_env(tmp_path))
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.extend(job.stdout or []), daemon=True)
+    reader.start()
+    try:
+        code, report, err = _watch(tmp_path, "--pid", str(job.pid), "--stall", "10", "--on-hang", "kill")
+        assert job.wait(timeout=LIMIT_S) == 0
+        reader.join(timeout=30)
+        assert code == 0, err
+        assert report == {}
+        assert "cannot see the job's output (its stdout is a pipe)" in err
+        assert "silence alone is never acted upon" in err and "ending the job" not in err
+        assert b"step 11 rank 2" in b"".join(lines)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+
+
+@pytest.mark.slow
+def test_a_spinning_rank_under_a_plain_shell_launcher_is_a_suspect_then_named(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    command = ["sh", str(LAUNCHER), "3", str(_free_port()), str(JOB), "--fault", "spin", "--rank", "2", "--at", "2"]
+    code, report, err = _watch(tmp_path, "--stall", "10", "--on-hang", "kill", "--grace", "5", command=command)
+    assert code == 1, err
+    assert _culprit(report)[0] == [2]
+    log = (tmp_path / "w" / "watch.log").read_text()
+    assert "suspect (spinning): rank 2" in log and "spinning hang, window 10 s (--stall 10)" in log
+    assert _left_behind(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_attached_to_a_job_whose_rank_already_spins(tmp_path: Path) -> None:
+    _torch_and_sampler()
+    log_path = tmp_path / "job.log"
+    with open(log_path, "wb") as log:
+        job = subprocess.Popen(_torchrun("--fault", "spin", "--rank", "1", "--at", "2", "--steps", "100"),
+                               stdout=log, stderr=subprocess.STDOUT, env=_job_env(tmp_path))
+    try:
+        deadline = time.monotonic() + LIMIT_S
+        while "fault spin rank 1" not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        code, report, err = _watch(tmp_path, "--pid", str(job.pid), "--stall", "10", "--on-hang", "kill",
+                                   "--grace", "5")
+        job.wait(timeout=60)
+        assert code == 1, err
+        assert _culprit(report)[0] == [1]
+        assert _left_behind(tmp_path) == []
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -118,7 +118,11 @@ def fault(args: argparse.Namespace, rank: int, mine: dist.ProcessGroup, tensor: 
         time.sleep(args.pause)
         return
     if args.fault == "eval":
-        evaluate(args.pause)
+        # Every rank evaluates until the same moment (the latest start plus --pause): as a fixed
+        # evaluation set would, whatever the ranks' skew on a loaded machine.
+        start = torch.tensor([time.time()], dtype=torch.float64)
+        dist.all_reduce(start, op=dist.ReduceOp.MAX)
+        evaluate(float(start[0]) + args.pause - time.time())
         return
     if args.fault == "checkpoint":
         if rank == args.rank:

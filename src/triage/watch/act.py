@@ -17,7 +17,7 @@ from pathlib import Path
 from triage import __version__, exitcodes
 from triage.model import Report, Status
 from triage.report import outputs as report_outputs
-from triage.watch.procs import alive, descendants, start_ticks
+from triage.watch.procs import alive, descendants, self_and_ancestors, start_ticks
 from triage.watch.progress import Finding
 
 
@@ -87,16 +87,17 @@ def end_tree(root: int, extra: Sequence[int] = (), grace_s: float = 10.0) -> lis
     """SIGTERM every process under `root` (and `extra`), SIGKILL those alive after `grace_s`.
 
     Returns the pids that were still there after SIGKILL (none, normally)."""
-    tree = {pid: start_ticks(pid) for pid in [*descendants(root), *extra] if alive(pid)}
+    mine = self_and_ancestors()  # attached with --pid 1 in a shared namespace, watch is in the tree
+    tree = {pid: start_ticks(pid) for pid in [*descendants(root), *extra] if alive(pid) and pid not in mine}
     _signal(tree, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         # Processes started since (a launcher restarting workers) are ended too.
-        tree.update({pid: start_ticks(pid) for pid in descendants(root) if pid not in tree})
+        tree.update({pid: start_ticks(pid) for pid in descendants(root) if pid not in tree and pid not in mine})
         if not any(alive(pid, ticks) for pid, ticks in tree.items()):
             return []
         time.sleep(0.2)
-    tree.update({pid: start_ticks(pid) for pid in descendants(root) if pid not in tree})
+    tree.update({pid: start_ticks(pid) for pid in descendants(root) if pid not in tree and pid not in mine})
     _signal(tree, signal.SIGKILL)
     time.sleep(0.5)
     return [pid for pid, ticks in tree.items() if alive(pid, ticks)]

@@ -85,7 +85,11 @@ def alive(pid: int, ticks: int | None = None) -> bool:
 
 
 def descendants(root: int) -> list[int]:
-    """Every live process under `root` (itself included), parents before children."""
+    """Every live process under `root` (itself included), parents before children; never watch
+    itself or its ancestors (attached with --pid 1 in a shared namespace, watch is in the tree).
+
+    Under `--pid 1`, processes whose parent is outside the PID namespace (parent 0: the other
+    containers' processes in a pod that shares its namespace) count as PID 1's children."""
     children: dict[int, list[int]] = {}
     try:
         entries = [p.name for p in PROC.iterdir()]
@@ -94,16 +98,27 @@ def descendants(root: int) -> list[int]:
     for entry in entries:
         if entry.isdigit():
             parent = parent_of(int(entry))
+            if parent == 0 and root == 1 and entry != "1":
+                parent = 1
             if parent is not None:
                 children.setdefault(parent, []).append(int(entry))
+    mine = self_and_ancestors()
     found, todo = [], [root]
     while todo:
         pid = todo.pop(0)
         if pid in found:
             continue
         found.append(pid)
-        todo.extend(sorted(children.get(pid, [])))
+        todo.extend(sorted(c for c in children.get(pid, []) if c not in mine))
     return [p for p in found if alive(p)]
+
+
+def self_and_ancestors() -> set[int]:
+    pids, pid = set(), os.getpid()
+    while pid and pid not in pids:
+        pids.add(pid)
+        pid = parent_of(pid) or 0
+    return pids
 
 
 def environ(pid: int) -> dict[str, str] | None:
