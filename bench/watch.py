@@ -1,12 +1,14 @@
 """What `triage watch` costs a busy job: the job's wall time bare and watched, and the watcher's own
-CPU time and peak memory (docs/watch.md, "Overhead").
+CPU time and peak memory (docs/watch.md, "Overhead"); the target is under 2% of the job's wall time.
 
     python bench/watch.py --runs 3 --steps 40
 
 The job is CPU-bound (tests/generators/watch_job.py with a matmul per step on every rank, so the
 watcher competes with it for the same cores) and prints a step line per rank per step; watch runs it
-in command mode with its default poll, following and judging every line. Bare and watched runs
-alternate; the medians are reported.
+in command mode at its defaults: following and judging every line, sampling every rank's /proc
+every 2 s (and its stack only while a rank stops advancing). Bare and watched runs alternate; the
+medians are reported. On a shared machine the wall times are noisy; the watcher's CPU time over the
+job's wall time is the cost it adds whatever else runs.
 """
 
 from __future__ import annotations
@@ -37,8 +39,7 @@ def _usage(pid: int) -> tuple[float, int]:
 
 def run(job: list[str], folder: Path | None) -> tuple[float, float, int]:
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = job if folder is None else [sys.executable, "-m", "triage", "watch", "--stall", "120", "--dir",
-                                      str(folder), "--", *job]
+    cmd = job if folder is None else [sys.executable, "-m", "triage", "watch", "--dir", str(folder), "--", *job]
     began = time.monotonic()
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     cpu, hwm = 0.0, 0
@@ -71,8 +72,10 @@ def main() -> int:
     cpu = statistics.median(cpus)
     print(f"busy job, {args.nproc} ranks x {args.steps} steps on {os.cpu_count()} CPUs, median of {args.runs}:")
     print(f"  bare {b:.1f} s, watched {w:.1f} s: {100 * (w - b) / b:+.1f}% wall time")
-    print(f"  watcher CPU {cpu:.2f} s ({100 * cpu / w:.1f}% of one CPU over the run), peak RSS "
-          f"{max(hwms) / 1024:.0f} MiB")
+    share = 100 * cpu / w
+    print(f"  watcher CPU {cpu:.2f} s ({share:.1f}% of one CPU over the run, {share / (os.cpu_count() or 1):.1f}% of "
+          f"the machine's), peak RSS {max(hwms) / 1024:.0f} MiB")
+    print(f"  target: the watcher's CPU under 2% of the job's wall time: {'met' if share < 2 else 'NOT met'}")
     return 0
 
 

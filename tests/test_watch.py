@@ -396,7 +396,7 @@ def test_attached_to_a_job_whose_output_is_a_pipe_it_says_so_and_never_kills(tmp
         reader.join(timeout=30)
         assert code == 0, err
         assert report == {}
-        assert "cannot see the job's output (its stdout is a pipe)" in err
+        assert "cannot see the job's output (its stdout is a pipe" in err
         assert "silence alone is never acted upon" in err and "ending the job" not in err
         assert b"step 11 rank 2" in b"".join(lines)
     finally:

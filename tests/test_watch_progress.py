@@ -190,11 +190,15 @@ def test_recorded_flock_hang_names_the_rank_blocked_in_the_kernel() -> None:
     assert "locks_lock_inode_wait" in hangs[0].text
 
 
-def test_recorded_spin_is_a_suspect_then_a_hang() -> None:
-    _, findings = _replay("spin-rank2.jsonl", stall=120)
+@pytest.mark.parametrize(("name", "rank"), [("spin-rank2.jsonl", 2), ("spin-attach-rank1.jsonl", 1)])
+def test_recorded_spin_is_a_suspect_then_a_hang(name: str, rank: int) -> None:
+    # The second was recorded attached to a job whose rank already spun: no history before it.
+    _, findings = _replay(name, stall=120)
     stages = [(f.stage, f.kind, f.culprits) for _, f in findings]
-    assert ("suspect", "spinning", [2]) in stages and ("hang", "spinning", [2]) in stages
-    assert stages.index(("suspect", "spinning", [2])) < stages.index(("hang", "spinning", [2]))
+    assert ("suspect", "spinning", [rank]) in stages and ("hang", "spinning", [rank]) in stages
+    assert stages.index(("suspect", "spinning", [rank])) < stages.index(("hang", "spinning", [rank]))
+    # No idle or all-waiting finding on the way: the spinning rank's CPU moves, its peers wait.
+    assert {kind for _, kind, _ in stages} == {"spinning"}
 
 
 @pytest.mark.parametrize(("name", "stall"), [("checkpoint-rank0.jsonl", 20), ("eval-all.jsonl", 20),

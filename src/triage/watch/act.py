@@ -87,7 +87,9 @@ def end_tree(root: int, extra: Sequence[int] = (), grace_s: float = 10.0) -> lis
     """SIGTERM every process under `root` (and `extra`), SIGKILL those alive after `grace_s`.
 
     Returns the pids that were still there after SIGKILL (none, normally)."""
-    mine = self_and_ancestors()  # attached with --pid 1 in a shared namespace, watch is in the tree
+    # Attached with --pid 1 in a shared namespace, watch is in the tree, and PID 1 is the
+    # namespace's init (a pod's pause process), not the job: neither is signalled.
+    mine = self_and_ancestors() | ({1} if root == 1 else set())
     tree = {pid: start_ticks(pid) for pid in [*descendants(root), *extra] if alive(pid) and pid not in mine}
     _signal(tree, signal.SIGTERM)
     deadline = time.monotonic() + grace_s

@@ -84,33 +84,40 @@ def alive(pid: int, ticks: int | None = None) -> bool:
     return ticks is None or not ticks or (len(fields) > 19 and int(fields[19]) == ticks)
 
 
-def descendants(root: int) -> list[int]:
+def children_map() -> dict[int, list[int]]:
+    """Every live process's children, by parent pid: /proc read once (a scan reuses it)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [p.name for p in PROC.iterdir()]
+    except OSError:
+        return children
+    for entry in entries:
+        if entry.isdigit():
+            fields = stat_fields(int(entry))
+            if fields and len(fields) > 1 and fields[0] not in ("Z", "X"):
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def descendants(root: int, children: dict[int, list[int]] | None = None) -> list[int]:
     """Every live process under `root` (itself included), parents before children; never watch
     itself or its ancestors (attached with --pid 1 in a shared namespace, watch is in the tree).
 
     Under `--pid 1`, processes whose parent is outside the PID namespace (parent 0: the other
     containers' processes in a pod that shares its namespace) count as PID 1's children."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = [p.name for p in PROC.iterdir()]
-    except OSError:
-        return [root]
-    for entry in entries:
-        if entry.isdigit():
-            parent = parent_of(int(entry))
-            if parent == 0 and root == 1 and entry != "1":
-                parent = 1
-            if parent is not None:
-                children.setdefault(parent, []).append(int(entry))
+    if children is None:
+        children = children_map()
     mine = self_and_ancestors()
-    found, todo = [], [root]
+    found, seen, todo = [], set(), [root]
     while todo:
         pid = todo.pop(0)
-        if pid in found:
+        if pid in seen:
             continue
+        seen.add(pid)
         found.append(pid)
-        todo.extend(sorted(c for c in children.get(pid, []) if c not in mine))
-    return [p for p in found if alive(p)]
+        below = children.get(pid, []) + ([c for c in children.get(0, []) if c != 1] if pid == 1 == root else [])
+        todo.extend(sorted(c for c in below if c not in mine))
+    return [p for p in found if p != root or alive(p)]
 
 
 def self_and_ancestors() -> set[int]:
@@ -144,12 +151,12 @@ def _int(env: dict[str, str], names: tuple[str, ...]) -> int | None:
     return None
 
 
-def find_ranks(root: int) -> tuple[list[RankProc], list[str]]:
+def find_ranks(root: int, children: dict[int, list[int]] | None = None) -> tuple[list[RankProc], list[str]]:
     """The rank processes under `root` (the root itself may be one), and what could not be read."""
     ranks: list[RankProc] = []
     problems: list[str] = []
     rank_pids: set[int] = set()
-    for pid in descendants(root):
+    for pid in descendants(root, children):
         env = environ(pid)
         if env is None:
             problems.append(f"pid {pid}: its environment cannot be read")

@@ -32,7 +32,7 @@ from triage.model import Status
 from triage.report.outputs import Output
 from triage.watch import act, progress, sample, snapshot
 from triage.watch.follow import Follower
-from triage.watch.procs import RankProc, alive, descendants, find_ranks
+from triage.watch.procs import RankProc, alive, children_map, descendants, find_ranks
 from triage.watch.progress import Finding, Model
 from triage.watch.stall import Judge
 
@@ -97,6 +97,7 @@ class _Watch:
         self.finding: Finding | None = None
         self.record = os.environ.get("TRIAGE_WATCH_RECORD") or None
         self.tracked: dict[int, int] = {}  # rank -> the pid the model follows for it
+        self.tree: dict[int, list[int]] = {}  # the process table of the last scan
 
     # --- the job -------------------------------------------------------------------------------
 
@@ -113,7 +114,9 @@ class _Watch:
                 if target.is_file():
                     self.follower.add(target, from_end=True)
             if not self.o.logs:
-                self.blind += [f"the job's output ({why})" for why in sample.output_visibility(self.root)]
+                whys = sample.output_visibility(self.root)
+                if whys:
+                    self.blind.append(f"the job's output ({'; '.join(whys)})")
         else:
             env = dict(os.environ)
             env.setdefault("PYTHONUNBUFFERED", "1")  # step lines as they are printed, not by the 8 KiB
@@ -197,7 +200,8 @@ class _Watch:
         self.failures += len(reading.failures)
 
     def _scan(self, now: float) -> None:
-        found, problems = find_ranks(self.root)
+        self.tree = children_map()
+        found, problems = find_ranks(self.root, self.tree)
         for rank in found:
             self.ranks.setdefault(rank.pid, rank)
         for pid, rank in self.ranks.items():
@@ -214,7 +218,7 @@ class _Watch:
             if self.tracked.get(rank.rank, rank.pid) != rank.pid:  # another process now (the launcher
                 self.model.forget(rank.rank)  # before its ranks started, or a restarted rank)
             self.tracked[rank.rank] = rank.pid
-            taken = sample.proc_sample(rank, [p for p in descendants(rank.pid) if p != rank.pid], now)
+            taken = sample.proc_sample(rank, [p for p in descendants(rank.pid, self.tree) if p != rank.pid], now)
             if taken is not None:
                 self._observe(rank.rank, taken)
         if members and not self.sighted and (self.ranks or now - self.model.started >= SIGHT_AFTER_S):
@@ -251,7 +255,7 @@ class _Watch:
         views, problems = sample.stack_samples(spy, members, self.judge.matcher.rules)
         for rank in members:
             view = views.get(rank.pid)
-            again = sample.proc_sample(rank, [p for p in descendants(rank.pid) if p != rank.pid], now)
+            again = sample.proc_sample(rank, [p for p in descendants(rank.pid, self.tree) if p != rank.pid], now)
             if view is not None and again is not None:
                 self._observe(rank.rank, dataclasses.replace(again, stack=view))
         if not views and problems:
@@ -343,7 +347,7 @@ class _Watch:
         is the culprit still making no progress?"""
         now = time.monotonic()
         for rank in self._members():
-            taken = sample.proc_sample(rank, [p for p in descendants(rank.pid) if p != rank.pid], now)
+            taken = sample.proc_sample(rank, [p for p in descendants(rank.pid, self.tree) if p != rank.pid], now)
             if taken is not None:
                 self.model.rebase(rank.rank, taken)
         time.sleep(RESCAN_S)

@@ -117,7 +117,7 @@ def output_visibility(root: int) -> list[str]:
         try:
             target = Path(f"/proc/{root}/fd/{fd}").readlink()
         except OSError as exc:
-            blind.append(f"its {name} cannot be read ({exc.strerror or exc})")
+            blind.append(f"its {name} cannot be read: {exc.strerror or exc}")
             continue
         if not target.is_file():
             what = "a pipe" if str(target).startswith("pipe:") else \
