@@ -201,9 +201,12 @@ def test_recorded_spin_is_a_suspect_then_a_hang(name: str, rank: int) -> None:
     assert {kind for _, kind, _ in stages} == {"spinning"}
 
 
-@pytest.mark.parametrize(("name", "stall"), [("checkpoint-rank0.jsonl", 20), ("eval-all.jsonl", 20),
-                                             ("pipe-attach.jsonl", 120)])
-def test_recorded_healthy_jobs_have_no_hang(name: str, stall: float) -> None:
+@pytest.mark.parametrize("name", ["eval-all.jsonl", "checkpoint-rank0.jsonl", "checkpoint-shell.jsonl",
+                                  "lengthen.jsonl", "pause-all-shell.jsonl", "pipe-attach.jsonl"])
+@pytest.mark.parametrize("stall", [120.0, 20.0])
+def test_recorded_healthy_jobs_with_long_pauses_have_no_hang(name: str, stall: float) -> None:
+    # Evaluations of 25 s, a 40 s checkpoint, steps lengthening to 14 s, a 25 s sleep of every rank:
+    # recorded at the defaults, replayed at them and at a window shorter than every pause.
     _, findings = _replay(name, stall)
     assert [f for _, f in findings if f.stage == "hang"] == []
 
