@@ -111,6 +111,13 @@ FIELDS: dict[str, Field] = {
     "stack": Field("str", "the top frames of the thread that decided a process's stack state, one `line<TAB>frame` per line; set by triage itself"),
     "stack_call": Field("str", "the call that decided a process's stack state (`all_reduce`, `PyThread_acquire_lock_timed` …); set by triage itself"),
     "thread": Field("str", "the thread a stack fact is about (its name, or its id); set by triage itself"),
+    # triage watch's own lines and snapshots (rules/stack/stack-watch-stalled, stack-kernel-*).
+    "hang_kind": Field("str", "the kind of hang triage watch saw (idle, spinning, all-waiting, silent)"),
+    "window_why": Field("str", "why triage watch's window for that kind was as long as it was (`default 30 s`, `--stall 120`, a pause it learnt)"),
+    "wchan": Field("str", "the kernel function a process's main thread waits in (/proc/<pid>/wchan: `locks_lock_inode_wait`)"),
+    "proc_state": Field("str", "a process's state letter in /proc (R, S, D …)"),
+    "syscall": Field("str", "the system call a process's main thread is in, by name (`flock`, `futex`)"),
+    "syscall_nr": Field("int", "the system call a process's main thread is in, by number (/proc/<pid>/syscall)"),
     # How a process ended.
     "signal": Field("signal", "signal that ended the process, or that the line says was sent"),
     "exitcode": Field("signed-int", "exit code; negative means ended by that signal number (torchrun style)"),

@@ -186,6 +186,7 @@ PRINCIPLE = Principle(
     run=stack_dumps, fails_without_logged_failure=True,
     summary="Each rank's live stack (py-spy, taken by `triage watch` when the job stopped progressing, read "
             "by the stack rules), beside watch's stall line or lines that show a failure: the few ranks "
-            "outside any collective while the others wait in one are the culprits, their stacks quoted; "
+            "outside any collective while the others wait in one are the culprits, their stacks quoted with "
+            "what the kernel says holds them (a file lock, uninterruptible I/O, a sleep: wchan, State, syscall); "
             "ranks all in collectives but a minority in another one is a collective mismatch; every rank "
             "in the same collective is a lead to the device or network side, too weak to name a rank.")
