@@ -110,6 +110,14 @@ def test_every_rank_waiting_with_nothing_moving_is_a_hang_without_a_culprit() ->
     assert found[1].waiting == [0, 1, 2]
 
 
+def test_a_lone_rank_waiting_in_a_collective_is_all_waiting_its_peers_being_on_other_nodes() -> None:
+    job = Job(world=1, stall=30)
+    for _ in range(20):
+        job.tick({0: "still"}, {0: ALL_REDUCE})
+    found = job.first("hang")
+    assert found is not None and found[1].kind == "all-waiting" and found[1].waiting == [0]
+
+
 def test_without_stacks_silence_is_reported_but_never_acted_upon() -> None:
     job = Job(stall=20, stacks=False)
     for _ in range(15):

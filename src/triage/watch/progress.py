@@ -289,8 +289,8 @@ class Model:
                        why, text, can_act=stage == "hang" and bool(culprits))
 
     def _all_waiting(self, now: float, seen: dict[str, float]) -> Finding | None:
-        tracks = list(self.tracks.values())
-        if len(tracks) < 2 or not all(t.waiting_for(now) > 0 for t in tracks):
+        tracks = list(self.tracks.values())  # one rank alone here: its peers are on other nodes
+        if not tracks or not all(t.waiting_for(now) > 0 for t in tracks):
             return None
         quiet = min(min(t.waiting_for(now) for t in tracks), now - self.last_step)
         seen["all-waiting"] = quiet
