@@ -98,6 +98,7 @@ class _Watch:
         self.record = os.environ.get("TRIAGE_WATCH_RECORD") or None
         self.tracked: dict[int, int] = {}  # rank -> the pid the model follows for it
         self.tree: dict[int, list[int]] = {}  # the process table of the last scan
+        self.windows = ""  # the windows in force, as last said in watch.log
 
     # --- the job -------------------------------------------------------------------------------
 
@@ -135,7 +136,8 @@ class _Watch:
             self.follower.add_folder(folder)
         acting = (f"kill (only a diagnosed hang at confidence >= {self.o.kill_confidence:.2f} whose culprit "
                   "makes no progress)" if self.o.on_hang == "kill" else self.o.on_hang)
-        self._log(f"watching pid {self.root} on host {self.host}; {self.model.windows_text()}; on hang: {acting}")
+        self.windows = self.model.windows_text()
+        self._log(f"watching pid {self.root} on host {self.host}; {self.windows}; on hang: {acting}")
 
     def _job_code(self) -> tuple[bool, int | None]:
         """(whether the job ended, its exit code when known)."""
@@ -226,6 +228,10 @@ class _Watch:
         if self.model.wants_stacks(now) and self.spy is not None and members:
             self._sample_stacks(self.spy, members, now)
         finding = self.model.decide(now)
+        windows = self.model.windows_text()
+        if windows != self.windows:  # a pause the job came out of lengthened a window: say so
+            self.windows = windows
+            self._log(windows)
         if finding is not None and finding.stage == "suspect":
             key = f"suspect {finding.kind} {finding.culprits}"
             if key not in self.said:
