@@ -211,7 +211,7 @@ def _watch(tmp_path: Path, *args: str, command: list[str] | None = None) -> tupl
 def _job_env(folder: Path) -> dict[str, str]:
     """The job's environment, marked with this test's folder: tests run in parallel (pytest -n), and
     another test's job runs the same script at the same time."""
-    return dict(os.environ, OMP_NUM_THREADS="1", TRIAGE_TEST_JOB=str(folder))
+    return dict(os.environ, OMP_NUM_THREADS="1", TRIAGE_TEST_JOB=str(folder), PYTHON=sys.executable)
 
 
 def _left_behind(folder: Path) -> list[int]:
@@ -378,7 +378,7 @@ def test_a_checkpoint_of_rank_0_while_the_others_wait_in_a_barrier_is_never_kill
 def test_steps_that_lengthen_past_the_window_are_never_killed(tmp_path: Path) -> None:
     _torch_and_sampler()
     _healthy(tmp_path, "--fault", "lengthen", "--at", "0", "--step-time", "1", "--growth", "1.6", "--steps", "7",
-             stall="5")
+             stall="8")
 
 
 @pytest.mark.slow
@@ -406,14 +406,16 @@ def test_attached_to_a_job_whose_output_is_a_pipe_it_says_so_and_never_kills(tmp
 
 
 @pytest.mark.slow
-def test_a_spinning_rank_under_a_plain_shell_launcher_is_a_suspect_then_named(tmp_path: Path) -> None:
+def test_a_spinning_rank_under_a_plain_shell_launcher_is_named(tmp_path: Path) -> None:
+    # The suspect line before the window is the recorded replays' (test_watch_progress.py): here the
+    # window is the suspect's own delay, so the outcome does not hang on when a sample falls.
     _torch_and_sampler()
     command = ["sh", str(LAUNCHER), "3", str(_free_port()), str(JOB), "--fault", "spin", "--rank", "2", "--at", "2"]
     code, report, err = _watch(tmp_path, "--stall", "10", "--on-hang", "kill", "--grace", "5", command=command)
     assert code == 1, err
     assert _culprit(report)[0] == [2]
     log = (tmp_path / "w" / "watch.log").read_text()
-    assert "suspect (spinning): rank 2" in log and "spinning hang, window 10 s (--stall 10)" in log
+    assert "spinning hang, window 10 s (--stall 10)" in log and "rank 2 busy outside any collective" in log
     assert _left_behind(tmp_path) == []
 
 
