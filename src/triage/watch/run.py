@@ -239,8 +239,10 @@ class _Watch:
                 line = f"suspect ({finding.kind}): {finding.text}"
                 self._log(line)
                 act.say(line)
-        if finding is None or finding.stage != "hang":
-            self.said = {k for k in self.said if not k.startswith("hang ")}  # progress re-arms it
+        if finding is None:  # progress re-arms what was said and done
+            self.said.clear()
+        elif finding.stage != "hang":
+            self.said = {k for k in self.said if not k.startswith("hang ")}
         self.finding = finding
 
     def _observe(self, rank: int, taken: progress.Sample) -> None:
@@ -264,9 +266,10 @@ class _Watch:
             again = sample.proc_sample(rank, [p for p in descendants(rank.pid, self.tree) if p != rank.pid], now)
             if view is not None and again is not None:
                 self._observe(rank.rank, dataclasses.replace(again, stack=view))
-        if not views and problems:
+        refused = [p for p in problems if "ptrace" in p or "ermission" in p or "could not run" in p]
+        if not views and refused and len(refused) == len(problems):  # not a rank that just ended, or a slow one
             self.model.stacks = False
-            line = (f"stacks cannot be taken ({problems[0]}): who waits on whom is not known; a long silence is "
+            line = (f"stacks cannot be taken ({refused[0]}): who waits on whom is not known; a long silence is "
                     "reported, never acted upon")
             self._log(line)
             act.say(line)
