@@ -9,7 +9,7 @@ drop, the exit code); hostlist.py is Slurm's compressed host-list notation.
 
 from __future__ import annotations
 
-from triage.decision.decide import decide, summary
+from triage.decision.decide import decide
 from triage.decision.policy import Policy, PolicyError, default_policy, load_policy
 
-__all__ = ["Policy", "PolicyError", "decide", "default_policy", "load_policy", "summary"]
+__all__ = ["Policy", "PolicyError", "decide", "default_policy", "load_policy"]

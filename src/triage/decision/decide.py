@@ -11,7 +11,6 @@ from triage.decision.policy import Policy, Row
 from triage.fields import signal_name
 from triage.job import Job
 from triage.model import Category, Decision, Event, Exclusion, Kind, Status, Verdict
-from triage.ranks import fmt_ranks
 from triage.report.views import who
 
 
@@ -129,18 +128,4 @@ def _ranks(exclude: list[Exclusion], job: Job) -> list[int]:
         if e.rank is not None:
             ranks.add(e.rank)
     return sorted(ranks)
-
-
-def summary(decision: Decision) -> str:
-    """One line: `requeue-excluding node07 (ranks 8-15)`, `stop`, `requeue with the flight recorder`."""
-    text = decision.action
-    if decision.hosts:
-        text += " " + ", ".join(decision.hosts)
-    elif decision.exclude:
-        text += " rank" + ("s " if len(decision.ranks) > 1 else " ") + fmt_ranks(decision.ranks)
-    if decision.hosts and decision.ranks:
-        text += f" (rank{'s' if len(decision.ranks) > 1 else ''} {fmt_ranks(decision.ranks)})"
-    if decision.env:
-        text += " with the flight recorder on"
-    return text
 

@@ -58,13 +58,14 @@ class Row:
 
     def text_matches(self, lines: list[str]) -> bool:
         assert self.text is not None  # noqa: S101 - set with `evidence_text`
-        for line in lines:
-            try:
-                if self.text.search(line, timeout=MATCH_TIMEOUT_S):
-                    return True
-            except TimeoutError:
-                continue  # a pattern that backtracks without end does not match
-        return False
+        return any(_search(self.text, line) for line in lines)
+
+
+def _search(pattern: regex.Pattern[str], line: str) -> bool:
+    try:
+        return pattern.search(line, timeout=MATCH_TIMEOUT_S) is not None
+    except TimeoutError:
+        return False  # a pattern that backtracks without end does not match
 
 
 @dataclass(frozen=True)
