@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -28,8 +28,6 @@ from triage.report import FORMATS, SCHEDULER_FORMATS
 
 # The analysis (rules, scanner, diagnosis, formatters) is imported by the commands that run it, not
 # here: `triage --help` and a usage error stay fast.
-if TYPE_CHECKING:
-    from triage.decision import Policy
 
 app = typer.Typer(
     cls=HelpGroup,  # value names from types: PATH..., N, [terminal|json] (triage.cli_help)
@@ -55,18 +53,6 @@ class UserError(Exception):
 
 
 _FAIL_ON_DEFAULT = "diagnosed,inconclusive"
-
-
-def _policy(path: Path | None) -> Policy | None:
-    """The decision policy of --policy FILE (None: the built-in one); a bad file is a usage error."""
-    if path is None:
-        return None
-    from triage.decision import PolicyError, load_policy
-
-    try:
-        return load_policy(path)
-    except PolicyError as exc:
-        raise UserError(str(exc)) from None
 
 
 def _version(value: bool) -> None:
@@ -124,6 +110,7 @@ def analyze_command(
              "are read by one).")] = None,
 ) -> None:
     from triage.api import NoInput, analyze
+    from triage.decision import PolicyError, load_policy
     from triage.report import outputs as report_outputs
     from triage.rules import RuleError
 
@@ -134,10 +121,10 @@ def analyze_command(
     try:
         failing = exitcodes.parse_fail_on(fail_on)
         by_decision = exitcodes.parse_exit_code_from(exit_code_from, exit_zero or fail_on != _FAIL_ON_DEFAULT)
-        table = _policy(policy)
+        table = load_policy(policy) if policy is not None else None
         report = analyze(paths, world_size=world_size, rules_dirs=rules or [],
                          progress=None if quiet else _progress_printer(), jobs=jobs, policy=table)
-    except (ValueError, UserError) as exc:  # --fail-on, --exit-code-from, --policy
+    except (ValueError, PolicyError) as exc:  # --fail-on, --exit-code-from, --policy
         report_outputs.write_error(str(exc), __version__, outputs)
         raise UserError(str(exc)) from None
     except (NoInput, RuleError, OSError) as exc:
@@ -382,7 +369,8 @@ def watch_command(
         "--dir", metavar="DIR", help="Where the job's output, watch.log and the snapshots are kept "
         "(default: ./triage-watch-<UTC time>).")] = None,
     fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", help=f"Format of the verdict on stdout: {', '.join(FORMATS)} (default terminal).",
+        "--format", "-f", help=f"Format of the verdict on stdout: {', '.join(FORMATS + SCHEDULER_FORMATS)} "
+        "(default terminal).",
         show_default=False)] = None,
     output: Annotated[list[str] | None, typer.Option(
         "--output", "-o", metavar="[FORMAT=]PATH", help="Also write the verdict as FORMAT to PATH (repeatable), "
@@ -402,7 +390,11 @@ def watch_command(
     = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="With --output files, no verdict on stdout.")]
     = False,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", metavar="FILE", help="Decision policy (YAML) in place of the built-in one, as `triage "
+        "analyze --policy`.")] = None,
 ) -> None:
+    from triage.decision import PolicyError, load_policy
     from triage.report import outputs as report_outputs
     from triage.watch import Options, watch
     from triage.watch.run import ON_HANG
@@ -421,11 +413,13 @@ def watch_command(
     try:
         outputs = report_outputs.plan(fmt, output or [], quiet=quiet)
         failing = exitcodes.parse_fail_on(fail_on)
-    except ValueError as exc:
+        table = load_policy(policy) if policy is not None else None
+    except (ValueError, PolicyError) as exc:
         raise UserError(str(exc)) from None
     options = Options(command=list(command or []), pid=pid, stall_s=stall, on_hang=on_hang, grace_s=grace,
                       native=native, logs=list(logs or []), folder=folder, outputs=outputs, fail_on=failing,
-                      world_size=world_size, rules_dirs=list(rules or []), extract=extract_to, host=host)
+                      world_size=world_size, rules_dirs=list(rules or []), extract=extract_to, host=host,
+                      policy=table)
     try:
         code = watch(options)
     except (FileNotFoundError, PermissionError, ProcessLookupError) as exc:
