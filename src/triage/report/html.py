@@ -201,10 +201,8 @@ def _verdict(view: ReportView, evidence_of: dict[int, int]) -> str:
         out.append(f"<dt>Victims</dt><dd>{_e(victims)}</dd>")
     out.append(f"<dt>Why</dt><dd>{_e(v.reasoning)}</dd>")
     if view.decision is not None and (d := report.decision) is not None:
-        env = (f'<br><span class="dim">next run: <code>{_e(" ".join(f"{k}={x}" for k, x in d.env.items()))}</code>'
-               "</span>" if d.env else "")
-        out.append(f'<dt>Decision</dt><dd id="decision" data-action="{_e(d.action)}"><b>{_e(view.decision)}</b> — '
-                   f"{_e(d.reason)}{env}</dd>")
+        out.append(f'<dt>Decision</dt><dd id="decision" data-action="{_e(d.action)}"><strong>{_e(view.decision)}</strong> — '
+                   f"{_e(d.reason)}</dd>")
     for title, items in (("Next steps", v.advice), ("Missing evidence", v.missing)):
         if items:
             out.append(f"<dt>{title}</dt><dd><ul>" + "".join(f"<li>{_e(i)}</li>" for i in items)

@@ -60,8 +60,6 @@ def verdict_summary(view: ReportView) -> str:
     out += ["", f"**Why:** {_plain(v.reasoning)}", ""]
     if view.decision is not None and (d := view.report.decision) is not None:
         out += [f"**Decision:** {code_span(view.decision)} — {_plain(d.reason)}", ""]
-        if d.env:
-            out += [f"Next run: {code_span(' '.join(f'{k}={v}' for k, v in d.env.items()))}", ""]
     if view.findings:
         out += ["**Evidence**", ""]
         for f in view.findings[:_MAX_FINDINGS]:

@@ -71,7 +71,7 @@ def render(report: Report, view: ReportView | None = None) -> list[Text]:
         blocks.append(Text(f"Victims: {victims}", style="dim"))
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
     if view.decision is not None and report.decision is not None:
-        blocks.append(_decision(view.decision, report.decision.reason, report.decision.env))
+        blocks.append(_decision(view.decision, report.decision.reason))
     evidence = view.findings[:_MAX_EVIDENCE]
     if evidence:
         blocks.append(Text("\nEvidence:", style="bold"))
@@ -116,12 +116,10 @@ def _header(report: Report) -> Text:
                 f"{'s' if read != 1 else ''} read", style="dim")
 
 
-def _decision(label: str, reason: str, env: dict[str, str]) -> Text:
+def _decision(label: str, reason: str) -> Text:
     text = Text("Decision: ", style="bold")
     text.append(label, style="bold")
-    text.append(f" — {reason}")
-    if env:
-        text.append("\n  next run: " + " ".join(f"{k}={v}" for k, v in env.items()), style="dim")
+    text.append(f" — {reason}")  # the reason names the settings of a requeued hang
     return text
 
 
