@@ -54,8 +54,12 @@ ROWS = [
     ("real-first-segfault-rank0", "crashed-in-code", "stop", [], []),
     ("real-gloo-exception-rank3", "exception-or-exit", "stop", [], []),
     ("real-gloo-hang-rank2", "hang", "requeue", [], []),
-    ("nccl26-missing-log-rank5", "anything-else", "investigate", [], []),
+    ("excerpt-nccl-ib-completion-execution", "node-went-away", "requeue-excluding", ["10.1.2.33"], []),
+    ("ras-dead-process", "died-without-a-cause", "requeue", [], []),
+    ("nccl26-missing-log-rank5", "stopped-silently", "requeue", [], []),
 ]
+# The catch-all: with the built-in rows every verdict has a row of its own before it.
+CATCH_ALL = "anything-else"
 
 
 @pytest.mark.parametrize(("fixture", "row", "action", "hosts", "ranks"), ROWS, ids=[r[0] for r in ROWS])
@@ -71,19 +75,22 @@ def test_each_row_decides_its_bundle(fixture: str, row: str, action: str, hosts:
 
 
 def test_every_row_of_the_built_in_table_is_exercised() -> None:
-    assert {r.id for r in default_policy().rows} == {row for _, row, *_ in ROWS}
+    rows = default_policy().rows
+    assert {r.id for r in rows} - {CATCH_ALL} == {row for _, row, *_ in ROWS}
+    assert (rows[-1].id, rows[-1].when, rows[-1].action) == (CATCH_ALL, {}, "investigate")
 
 
-def test_a_hang_is_requeued_with_the_flight_recorder_and_says_which_settings() -> None:
-    decision = _decision("real-gloo-hang-rank2")
+@pytest.mark.parametrize("fixture", ["real-gloo-hang-rank2", "nccl26-missing-log-rank5", "ras-dead-process"])
+def test_a_hang_is_requeued_with_the_flight_recorder_and_says_which_settings(fixture: str) -> None:
+    decision = _decision(fixture)
     assert set(decision.env) >= FLIGHT_RECORDER
     for name, value in decision.env.items():
         assert f"{name}={value}" in decision.reason
     assert decision.exclude == []
 
 
-def test_only_a_requeued_hang_carries_settings() -> None:
-    for fixture in ("nccl24-ib-host3", "real-gloo-sigkill-rank1", "real-mismatch-op-rank3"):
+def test_only_the_rows_that_ask_for_it_carry_settings() -> None:
+    for fixture in ("nccl24-ib-host3", "real-gloo-sigkill-rank1", "real-mismatch-op-rank3", "real-gloo-clean"):
         assert _decision(fixture).env == {}
 
 
@@ -185,6 +192,8 @@ BAD = [
     ("version: 1\nrules: &r [{id: a, when: {}, action: none, reason: r}]\nx: *r\n", "anchors and aliases"),
     ("version: 1\nrules: [{id: a, when: {}, action: none, reason: r}\n", "cannot read policy"),
     ("- just\n- a list\n", "holds one mapping"),
+    ("version: 1\nrules: [{id: a, when: {}, action: stop, reason: r, flight_recorder: true}]\n",
+     "flight_recorder is for a requeue"),
 ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from triage.decision.policy import Policy, Row
 from triage.fields import signal_name
 from triage.job import Job
-from triage.model import Category, Decision, Event, Exclusion, Kind, Status, Verdict
+from triage.model import Decision, Event, Exclusion, Kind, Status, Verdict
 from triage.report.views import who
 
 
@@ -18,9 +18,8 @@ def decide(verdict: Verdict, job: Job, policy: Policy) -> Decision:
     facts = _Facts(verdict, job)
     row = next(r for r in policy.rows if _holds(r, verdict, facts, policy))  # the last row always holds
     exclude = _exclusions(verdict, job) if row.action == "requeue-excluding" else []
-    hung = row.action == "requeue" and verdict.category is Category.HUNG_PROCESS
     decision = Decision(action=row.action, reason="", rule=row.id, exclude=exclude, ranks=_ranks(exclude, job),
-                        env=dict(policy.flight_recorder_env) if hung else {},
+                        env=dict(policy.flight_recorder_env) if row.flight_recorder else {},
                         exit_code=policy.exit_codes[row.action])
     decision.reason = row.reason.format_map({
         "culprits": ", ".join(who(c) for c in verdict.culprits) or "the job",
@@ -42,9 +41,12 @@ class _Facts:
         behind = [e for e in job.events if (e.evidence.source, e.evidence.line) in lines]
         ranks = {c.rank for c in verdict.culprits if c.rank is not None}
         own = [e for r in ranks if r in job.ranks for e in job.ranks[r].events]
+        failures = [e for e in own if e.kind in (Kind.ERROR, Kind.EXIT)]
         self.lines = [ev.text for c in verdict.culprits for ev in c.evidence]
+        # The rules of the evidence, and of the culprit ranks' own errors and exits (a rank another
+        # tool named still logged its own exception).
         self.rules = {ev.rule_id for c in verdict.culprits for ev in c.evidence if ev.rule_id} | \
-            {e.rule_id for e in behind}
+            {e.rule_id for e in [*behind, *failures]}
         self.categories = {e.category.value for e in [*behind, *own] if e.category is not None}
         exits = [e for e in [*behind, *own] if e.kind is Kind.EXIT or "signal" in e.fields]
         self.signals = list(dict.fromkeys(s for e in exits if (s := _signal(e)) is not None))

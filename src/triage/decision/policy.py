@@ -35,7 +35,7 @@ CONDITIONS: dict[str, tuple[str, ...] | None] = {
     "evidence_text": None,  # one regular expression
 }
 PLACEHOLDERS = ("culprits", "hosts", "category", "phase", "confidence", "signal", "env")
-_ROW_KEYS = ("id", "when", "action", "reason")
+_ROW_KEYS = ("id", "when", "action", "reason", "flight_recorder")
 _TOP_KEYS = ("version", "confident", "flight_recorder_env", "exit_codes", "rules")
 _ENV_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _POLICY_FILE = Path(__file__).resolve().parent / "policy.yaml"
@@ -52,6 +52,7 @@ class Row:
     reason: str
     when: dict[str, Any] = field(default_factory=dict)  # condition -> its values (lists), as checked
     text: regex.Pattern[str] | None = None  # `evidence_text`, compiled
+    flight_recorder: bool = False  # the next run gets the policy's flight_recorder_env
 
     def rule_matches(self, rule_ids: set[str]) -> bool:
         return any(fnmatch.fnmatchcase(r, p) for r in rule_ids for p in self.when["evidence_rule"])
@@ -169,6 +170,11 @@ def _row(n: int, data: Any, problems: list[str]) -> Row | None:
         problems.append(f"{where}: reason must be a non-empty string")
     else:
         problems += [f"{where}: reason: {p}" for p in _template_problems(reason)]
+    recorder = data.get("flight_recorder", False)
+    if not isinstance(recorder, bool):
+        problems.append(f"{where}: flight_recorder must be true or false, not {recorder!r}")
+    elif recorder and action != "requeue":
+        problems.append(f"{where}: flight_recorder is for a requeue (the next run's settings), not {action!r}")
     when = data.get("when")
     if not isinstance(when, dict):
         problems.append(f"{where}: when must be a mapping of conditions ({{}}: always)")
@@ -188,7 +194,8 @@ def _row(n: int, data: Any, problems: list[str]) -> Row | None:
             checked[key] = _values(key, value, where, problems)
     if len(problems) > before or not isinstance(row_id, str) or not row_id:
         return None
-    return Row(id=row_id, action=str(action), reason=" ".join(str(reason).split()), when=checked, text=text)
+    return Row(id=row_id, action=str(action), reason=" ".join(str(reason).split()), when=checked, text=text,
+               flight_recorder=bool(recorder))
 
 
 def _values(key: str, value: Any, where: str, problems: list[str]) -> list[str]:
