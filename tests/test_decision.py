@@ -6,6 +6,7 @@ is computed from the verdict they get, the same as `triage analyze` prints.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,12 @@ def test_the_built_in_table_loads_as_a_user_file_would() -> None:
     # The strict reader (no anchors, pure-Python loader) accepts the shipped file as it is.
     shipped = load_policy(Path(default_policy().source))
     assert [r.id for r in shipped.rows] == [r.id for r in default_policy().rows]
+
+
+def test_the_docs_list_every_row_of_the_built_in_table() -> None:
+    text = (ROOT / "docs" / "decision.md").read_text(encoding="utf-8")
+    cells = dict(re.findall(r"^\| `([a-z-]+)` \| .+ \| ([^|]+) \|$", text, re.MULTILINE))
+    for row in default_policy().rows:
+        assert row.id in cells, f"docs/decision.md does not list the row {row.id}"
+        assert cells[row.id].startswith(row.action), (row.id, cells[row.id])
+        assert ("flight recorder" in cells[row.id]) is row.flight_recorder, row.id

@@ -20,6 +20,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import xmlschema
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -353,3 +354,24 @@ def test_repro_carries_the_decision_analyze_gives(tmp_path: Path) -> None:
     assert (printed["action"], printed["policy_row"]) == (again.action, again.rule) == ("stop", "crashed-in-code")
     assert printed["reason"] == again.reason and "SIGSEGV" in again.reason
     assert (tmp_path / "drain.sh").read_text().startswith("# triage: stop: ")
+
+
+# --- the README's recipes ------------------------------------------------------------------------------
+
+def _block(text: str, after: str, lang: str) -> str:
+    return text.split(after, 1)[1].split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/decision.md"])
+def test_the_recipes_are_well_formed(doc: str) -> None:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    epilog = _block(text, "EpilogSlurmctld=", "sh")
+    done = subprocess.run(["sh", "-n"], input=epilog, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "--exit-code-from decision" in epilog and "slurm-drain=" in epilog
+    for code in (EXIT["requeue"], EXIT["requeue-excluding"]):
+        assert f"  {code})" in epilog
+    steps = yaml.safe_load(_block(text, "requeues only when", "yaml"))
+    requeue = steps[1]
+    assert requeue["if"] == "failure() && steps.triage.outputs.requeue == 'true'"
+    assert steps[0]["id"] == "triage" and ".decision.requeue" in steps[0]["run"]
