@@ -375,3 +375,23 @@ def test_the_recipes_are_well_formed(doc: str) -> None:
     requeue = steps[1]
     assert requeue["if"] == "failure() && steps.triage.outputs.requeue == 'true'"
     assert steps[0]["id"] == "triage" and ".decision.requeue" in steps[0]["run"]
+
+
+@pytest.mark.slow
+def test_watch_carries_the_decision_analyze_gives(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    job = ROOT / "tests" / "generators" / "watch_job.py"
+    folder, out = tmp_path / "w", tmp_path / "verdict.json"
+    done = subprocess.run([sys.executable, "-m", "triage", "watch", "--dir", str(folder), "--stall", "60",
+                           "-o", f"json={out}", "-o", f"ranks={tmp_path / 'ranks'}", "--",
+                           sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(job),
+                           "--fault", "kill", "--rank", "1", "--at", "2"],
+                          capture_output=True, text=True, timeout=240, check=False,
+                          env=dict(os.environ, OMP_NUM_THREADS="1", TRIAGE_TEST_JOB=str(tmp_path)))
+    assert "post-mortem" in done.stderr, done.stderr
+    shown = json.loads(out.read_text())["decision"]
+    again = analyze([folder], jobs=1).decision
+    assert again is not None
+    assert (shown["action"], shown["policy_row"], shown["reason"]) == (again.action, again.rule, again.reason)
+    assert shown["action"] == "requeue"  # killed from outside (SIGKILL), no error of its own
+    assert (tmp_path / "ranks").read_text() == ""
