@@ -187,7 +187,7 @@ def test_scheduler_outputs_of_real_bundles_follow_their_grammar(reports: dict[st
 
 def _hostile() -> Decision:
     """Names and reasons a log could carry: quotes, $(…), newlines, a name neither Slurm nor Kubernetes takes."""
-    return Decision(action="requeue-excluding", rule="network-fault", reason='it said "$(reboot)"\nand `id`',
+    return Decision(action="requeue-excluding", rule="9;$(reboot)", reason='it said "$(reboot)"\nand `id`',
                     exclude=[Exclusion(kind="host", host="node07", rank=3, why='lost "peer" $(rm -rf /) `x`\\'),
                              Exclusion(kind="host", host="Node_8;reboot", why="x"),
                              Exclusion(kind="link", host="gpu-a9", peer="gpu-a10", why="it's\r\ndown")],

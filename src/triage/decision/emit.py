@@ -92,9 +92,10 @@ def taint_value(decision: Decision) -> str:
 def node_condition_patch(decision: Decision, host: str) -> dict[str, Any]:
     """A strategic-merge patch of a Node's status that sets the TriageFault condition (the fields of
     a NodeCondition: type, status, reason in CamelCase, message)."""
-    reason = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", decision.rule) if part)
+    # A condition's reason is one CamelCase word starting with a letter (a user's row id may not be).
+    reason = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", decision.rule) if part)[:128]
     return {"status": {"conditions": [{"type": CONDITION_TYPE, "status": "True",
-                                       "reason": reason or "Fault",
+                                       "reason": reason if reason[:1].isalpha() else f"Row{reason}",
                                        "message": inert(_why_of(decision).get(host, decision.reason), 1024)}]}}
 
 
