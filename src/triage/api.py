@@ -22,6 +22,7 @@ from pathlib import Path
 
 from triage import __version__
 from triage import extract as extract_file
+from triage.decision import Policy, decide, default_policy
 from triage.diagnose.verdict import diagnose
 from triage.ingest.discover import iter_files, open_file
 from triage.ingest.open import Stream, Unreadable, display_name, expand, stdin_stream
@@ -55,8 +56,12 @@ class NoInput(Exception):
 
 def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
             rules_dirs: Sequence[Path] = (),
-            progress: Callable[[str], None] | None = None, jobs: int | None = None) -> Report:
+            progress: Callable[[str], None] | None = None, jobs: int | None = None,
+            policy: Policy | None = None) -> Report:
     """Read every source under `paths` and diagnose the job they came from.
+
+    `policy`: the decision table the report's next step comes from (None: the one triage ships;
+    `triage.decision.load_policy` reads a user's).
 
     `jobs`: processes that read files at once (None: one per CPU this process may use, up to
     MAX_JOBS; inputs under PARALLEL_MIN_BYTES are read by this process alone).
@@ -81,11 +86,12 @@ def analyze(paths: Sequence[str | Path], *, world_size: int | None = None,
     job = build_job(events, sources, world_size)
     check_dump_ranks(sources, job.events)  # a dump's file-name rank against what the logs say
     verdict = diagnose(job)
+    decision = decide(verdict, job, policy or default_policy())
     used = {e.rule_id for e in job.events} | {ev.rule_id for c in verdict.culprits for ev in c.evidence}
     return Report(verdict=verdict, world_size=job.world_size, world_size_from=job.world_size_from,
                   ranks=job.ranks, sources=sources, events=job.events, version=__version__,
                   groups=job.groups, unexplained=summarize(job.events),
-                  rules={r.id: _rule_doc(r) for r in matcher.rules if r.id in used})
+                  rules={r.id: _rule_doc(r) for r in matcher.rules if r.id in used}, decision=decision)
 
 
 def _rule_doc(rule: Rule) -> RuleDoc:

@@ -24,7 +24,7 @@ from rich.text import Text
 from triage import __version__, exitcodes
 from triage.cli_help import HelpGroup, help_command
 from triage.ras import collect as ras
-from triage.report import FORMATS
+from triage.report import FORMATS, SCHEDULER_FORMATS
 
 # The analysis (rules, scanner, diagnosis, formatters) is imported by the commands that run it, not
 # here: `triage --help` and a usage error stay fast.
@@ -52,6 +52,9 @@ class UserError(Exception):
     """A problem with what the user gave; its message is shown as is."""
 
 
+_FAIL_ON_DEFAULT = "diagnosed,inconclusive"
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"triage {__version__}")
@@ -72,11 +75,20 @@ def analyze_command(
     paths: Annotated[list[str], typer.Argument(
         help="Log folders, files or archives, or triage extracts; - reads stdin.", show_default=False)],
     fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", help=f"Format on stdout: {', '.join(FORMATS)} (default terminal).",
+        "--format", "-f", help=f"Format on stdout: {', '.join(FORMATS)} (default terminal); or the decision "
+        f"alone, for a scheduler: {', '.join(SCHEDULER_FORMATS)}.",
         show_default=False)] = None,
     world_size: Annotated[int | None, typer.Option(
         "--world-size", "-n", min=1, help="Number of ranks the job had, when the logs do not say.")]
     = None,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", metavar="FILE", help="Decision policy (YAML) in place of the built-in one: which verdicts "
+        "requeue, exclude nodes, stop or need a person (docs/decision.md).")] = None,
+    exit_code_from: Annotated[str, typer.Option(
+        "--exit-code-from", metavar="verdict|decision",
+        help="decision: exit with the decision's code instead of the verdict's (built-in policy: 0 none, 75 "
+             "requeue, 76 requeue-excluding, 93 stop or investigate: do not requeue); errors still exit 2.")]
+    = "verdict",
     rules: Annotated[list[Path] | None, typer.Option(
         "--rules", help="Extra folder of rule YAML files (repeatable).")] = None,
     output: Annotated[list[str] | None, typer.Option(
@@ -87,7 +99,7 @@ def analyze_command(
     fail_on: Annotated[str, typer.Option(
         "--fail-on", metavar="STATUSES",
         help=f"Verdicts that exit non-zero: comma-separated {', '.join(exitcodes.FAIL_ON_CHOICES)}.")]
-    = "diagnosed,inconclusive",
+    = _FAIL_ON_DEFAULT,
     exit_zero: Annotated[bool, typer.Option(
         "--exit-zero", help="Exit 0 whatever the verdict (errors still exit 2); as --fail-on none.")] = False,
     quiet: Annotated[bool, typer.Option(
@@ -98,6 +110,7 @@ def analyze_command(
              "are read by one).")] = None,
 ) -> None:
     from triage.api import NoInput, analyze
+    from triage.decision import PolicyError, load_policy
     from triage.report import outputs as report_outputs
     from triage.rules import RuleError
 
@@ -107,15 +120,20 @@ def analyze_command(
         raise UserError(str(exc)) from None
     try:
         failing = exitcodes.parse_fail_on(fail_on)
+        by_decision = exitcodes.parse_exit_code_from(exit_code_from, exit_zero or fail_on != _FAIL_ON_DEFAULT)
+        table = load_policy(policy) if policy is not None else None
         report = analyze(paths, world_size=world_size, rules_dirs=rules or [],
-                         progress=None if quiet else _progress_printer(), jobs=jobs)
-    except ValueError as exc:  # --fail-on
+                         progress=None if quiet else _progress_printer(), jobs=jobs, policy=table)
+    except (ValueError, PolicyError) as exc:  # --fail-on, --exit-code-from, --policy
         report_outputs.write_error(str(exc), __version__, outputs)
         raise UserError(str(exc)) from None
     except (NoInput, RuleError, OSError) as exc:
         report_outputs.write_error(_error_message(exc), __version__, outputs)
         raise
-    code = 0 if exit_zero else exitcodes.exit_code(report, failing)
+    if by_decision:
+        code = exitcodes.decision_exit_code(report)
+    else:
+        code = 0 if exit_zero else exitcodes.exit_code(report, failing)
     try:
         report_outputs.write_report(report, outputs)
     except BrokenPipeError:
@@ -359,7 +377,8 @@ def watch_command(
         "--dir", metavar="DIR", help="Where the job's output, watch.log and the snapshots are kept "
         "(default: ./triage-watch-<UTC time>).")] = None,
     fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", help=f"Format of the verdict on stdout: {', '.join(FORMATS)} (default terminal).",
+        "--format", "-f", help=f"Format of the verdict on stdout: {', '.join(FORMATS + SCHEDULER_FORMATS)} "
+        "(default terminal).",
         show_default=False)] = None,
     output: Annotated[list[str] | None, typer.Option(
         "--output", "-o", metavar="[FORMAT=]PATH", help="Also write the verdict as FORMAT to PATH (repeatable), "
@@ -379,7 +398,11 @@ def watch_command(
     = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="With --output files, no verdict on stdout.")]
     = False,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", metavar="FILE", help="Decision policy (YAML) in place of the built-in one, as `triage "
+        "analyze --policy`.")] = None,
 ) -> None:
+    from triage.decision import PolicyError, load_policy
     from triage.report import outputs as report_outputs
     from triage.watch import Options, watch
     from triage.watch.run import ON_HANG
@@ -398,12 +421,13 @@ def watch_command(
     try:
         outputs = report_outputs.plan(fmt, output or [], quiet=quiet)
         failing = exitcodes.parse_fail_on(fail_on)
-    except ValueError as exc:
+        table = load_policy(policy) if policy is not None else None
+    except (ValueError, PolicyError) as exc:
         raise UserError(str(exc)) from None
     options = Options(command=list(command or []), pid=pid, stall_s=stall, on_hang=on_hang, grace_s=grace,
                       native=native, logs=list(logs or []), folder=folder, outputs=outputs, fail_on=failing,
                       world_size=world_size, rules_dirs=list(rules or []), extract=extract_to, host=host,
-                      kill_confidence=kill_confidence)
+                      kill_confidence=kill_confidence, policy=table)
     try:
         code = watch(options)
     except (FileNotFoundError, PermissionError, ProcessLookupError) as exc:

@@ -56,3 +56,24 @@ def exit_code(report: Report, fail_on: frozenset[Status] = FAIL_ON_DEFAULT) -> i
         Status.DIAGNOSED: DIAGNOSED,
         Status.INCONCLUSIVE: INCONCLUSIVE,
     }[status]
+
+
+# `--exit-code-from`: whose exit code a run leaves with. `decision` maps the decision's action
+# through the policy's `exit_codes` (Decision.exit_code), for launchers whose requeue logic reads
+# one; it is opt-in, the verdict's codes above stay the default.
+EXIT_CODE_FROM = ("verdict", "decision")
+
+
+def parse_exit_code_from(text: str, verdict_options: bool) -> bool:
+    """Whether the decision gives the exit code; ValueError for a bad value, or for `decision` with
+    --fail-on / --exit-zero (`verdict_options`), which only choose among the verdict's codes."""
+    if text not in EXIT_CODE_FROM:
+        raise ValueError(f"--exit-code-from takes {' or '.join(EXIT_CODE_FROM)}, not {text!r}")
+    if text == "decision" and verdict_options:
+        raise ValueError("--exit-code-from decision sets the exit code itself: drop --fail-on and --exit-zero")
+    return text == "decision"
+
+
+def decision_exit_code(report: Report) -> int:
+    """The decision's exit code (0 when the report has no decision: nothing to act on)."""
+    return report.decision.exit_code if report.decision is not None else NO_FAILURE

@@ -253,6 +253,42 @@ class Verdict:
 
 
 @dataclass
+class Exclusion:
+    """One thing the next run should go without: a node, a rank, or a link between two ends."""
+
+    kind: str  # host | rank | link
+    why: str
+    host: str | None = None  # the node (a link: the end the evidence names)
+    rank: int | None = None  # the culprit rank on it, where one is known
+    peer: str | None = None  # a link's other end
+    peer_rank: int | None = None
+
+
+@dataclass
+class Decision:
+    """What a scheduler should do after the verdict, from the policy table (triage.decision)."""
+
+    action: str  # none | requeue | requeue-excluding | stop | investigate
+    reason: str
+    rule: str  # the policy row that decided
+    exclude: list[Exclusion] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)  # global ranks to drop (ncclCommShrink, shrink_group)
+    env: dict[str, str] = field(default_factory=dict)  # settings for the next run (the flight recorder)
+    exit_code: int = 0  # `--exit-code-from decision`
+
+    @property
+    def requeue(self) -> bool:
+        return self.action in ("requeue", "requeue-excluding")
+
+    @property
+    def hosts(self) -> list[str]:
+        """The nodes to leave out of the next allocation, in the order the exclusions name them (a
+        link: both its ends, since either may be at fault)."""
+        return list(dict.fromkeys(h for e in self.exclude for h in (e.host, e.peer if e.kind == "link" else None)
+                                  if h))
+
+
+@dataclass
 class Unexplained:
     """Lines that their own format marks as errors and no rule knows, folded by signature."""
 
@@ -290,3 +326,6 @@ class Report:
     # The docs of the rules that matched lines of this job, by id: built-in and user rules alike, as
     # the analysis loaded them (formats that document their rules, such as sarif, read them here).
     rules: dict[str, RuleDoc] = field(default_factory=dict)
+    # What to do next (requeue, excluding which nodes; stop; investigate); None only for a Report
+    # built by hand, without the decision stage.
+    decision: Decision | None = None

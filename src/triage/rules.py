@@ -186,8 +186,9 @@ def rule_of(data: Any, path: Path, *, builtin: bool = False) -> Rule:
         raise RuleError(f"{path}: malformed rule ({exc!r}); check it against {SCHEMA_NAME}") from None
 
 
-def read_rule_document(path: Path, *, strict: bool = True) -> Any:
-    """The YAML document of a rule file: a regular file of at most MAX_RULE_BYTES.
+def read_rule_document(path: Path, *, strict: bool = True, what: str = "rule") -> Any:
+    """The YAML document of a rule file (`what` else: a policy file): a regular file of at most
+    MAX_RULE_BYTES.
 
     `strict` (user rules) reads with the pure-Python safe loader and refuses anchors and aliases
     (an alias bomb) and deep nesting; built-in rules are read with libyaml.
@@ -197,33 +198,33 @@ def read_rule_document(path: Path, *, strict: bool = True) -> Any:
         # itself: symlinks are followed, and only a regular file is read.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
+        raise RuleError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise RuleError(f"{path}: not a regular file (a rule is a .yaml file, not a FIFO, "
+            raise RuleError(f"{path}: not a regular file (a {what} is a .yaml file, not a FIFO, "
                             "device or folder)")
         raw = b""
         while len(raw) <= MAX_RULE_BYTES and (chunk := os.read(fd, MAX_RULE_BYTES + 1 - len(raw))):
             raw += chunk
     except OSError as exc:
-        raise RuleError(f"{path}: cannot read rule: {exc.strerror or exc}") from None
+        raise RuleError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
     if len(raw) > MAX_RULE_BYTES:
-        raise RuleError(f"{path}: a rule file must be under {MAX_RULE_BYTES >> 10} KiB")
+        raise RuleError(f"{path}: a {what} file must be under {MAX_RULE_BYTES >> 10} KiB")
     try:
         text = raw.decode("utf-8")
         data = yaml.load(text, Loader=_StrictLoader if strict else _SAFE_LOADER)  # noqa: S506
         if strict and lone_surrogate(data):
-            raise RuleError(f"{path}: cannot read rule: a \\ud800-\\udfff escape makes a lone surrogate, "
+            raise RuleError(f"{path}: cannot read {what}: a \\ud800-\\udfff escape makes a lone surrogate, "
                             "not Unicode text")
         return data
     except UnicodeDecodeError as exc:
-        raise RuleError(f"{path}: cannot read rule: not UTF-8 ({exc.reason})") from None
+        raise RuleError(f"{path}: cannot read {what}: not UTF-8 ({exc.reason})") from None
     except yaml.YAMLError as exc:  # its text spans lines (a caret under the spot): one line here
-        raise RuleError(f"{path}: cannot read rule: {' '.join(str(exc).split())}") from None
+        raise RuleError(f"{path}: cannot read {what}: {' '.join(str(exc).split())}") from None
     except RecursionError:
-        raise RuleError(f"{path}: cannot read rule: nested too deeply") from None
+        raise RuleError(f"{path}: cannot read {what}: nested too deeply") from None
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 # The registry's names, in its order; kept here so that `triage --help` lists them without
 # importing every formatter (the registry checks that they agree).
 FORMATS = ("terminal", "json", "markdown", "github", "junit", "sarif", "html")
+# The decision alone, for a scheduler (report/scheduler.py): named like formats (-f, -o NAME=PATH).
+SCHEDULER_FORMATS = ("slurm-exclude", "slurm-drain", "k8s", "ranks")
 
 
 @functools.cache
 def _registry() -> dict[str, Formatter]:
-    from triage.report import github, html, json_format, junit, markdown, sarif, terminal
+    from triage.report import github, html, json_format, junit, markdown, sarif, scheduler, terminal
 
     registry: dict[str, Formatter] = {f.name: f for f in (
         terminal.FORMATTER,
@@ -29,9 +31,11 @@ def _registry() -> dict[str, Formatter]:
         junit.FORMATTER,
         sarif.FORMATTER,
         html.FORMATTER,
+        *scheduler.FORMATTERS,
     )}
-    if tuple(registry) != FORMATS:
-        raise RuntimeError(f"FORMATS {FORMATS} does not name the registry's formats {tuple(registry)}")
+    if tuple(registry) != FORMATS + SCHEDULER_FORMATS:
+        raise RuntimeError(f"FORMATS {FORMATS + SCHEDULER_FORMATS} does not name the registry's formats "
+                           f"{tuple(registry)}")
     return registry
 
 
@@ -47,7 +51,7 @@ class UnknownFormat(ValueError):
 
 def formatter(name: str) -> Formatter:
     if name not in _registry():
-        raise UnknownFormat(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}")
+        raise UnknownFormat(f"unknown format {name!r}; choose one of {', '.join(FORMATS + SCHEDULER_FORMATS)}")
     return _registry()[name]
 
 

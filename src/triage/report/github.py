@@ -74,10 +74,16 @@ def lines(view: ReportView) -> list[str]:
     level = _LEVEL[view.status]
     out = [command(level, v.reasoning, title=f"triage: {view.headline}")]
     out += [_annotation(level, f) for f in view.findings[:_MAX_ANNOTATIONS]]
+    decision = view.report.decision
+    if view.decision is not None and decision is not None:
+        out.append(command("notice", decision.reason, title=f"triage decision: {view.decision}"))
     verdict = [view.headline, *(f"Culprit: {c}" for c in view.culprits)]
     if victims := victims_line(view):
         verdict.append(f"Victims: {victims}")
-    verdict += [f"Why: {v.reasoning}", *(f"Group: {g}" for g in view.progress),
+    verdict.append(f"Why: {v.reasoning}")
+    if view.decision is not None and decision is not None:
+        verdict.append(f"Decision: {view.decision} — {decision.reason}")
+    verdict += [*(f"Group: {g}" for g in view.progress),
                 *(f"Config: {c}" for c in view.config), *(f"Missing: {m}" for m in v.missing),
                 *(f"Next: {a}" for a in v.advice)]
     out += _group(f"triage: {view.status_label}", verdict)

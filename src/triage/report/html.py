@@ -200,6 +200,9 @@ def _verdict(view: ReportView, evidence_of: dict[int, int]) -> str:
     if victims := victims_line(view):
         out.append(f"<dt>Victims</dt><dd>{_e(victims)}</dd>")
     out.append(f"<dt>Why</dt><dd>{_e(v.reasoning)}</dd>")
+    if view.decision is not None and (d := report.decision) is not None:
+        out.append(f'<dt>Decision</dt><dd id="decision" data-action="{_e(d.action)}"><strong>{_e(view.decision)}</strong> — '
+                   f"{_e(d.reason)}</dd>")
     for title, items in (("Next steps", v.advice), ("Missing evidence", v.missing)):
         if items:
             out.append(f"<dt>{title}</dt><dd><ul>" + "".join(f"<li>{_e(i)}</li>" for i in items)

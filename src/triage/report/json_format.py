@@ -7,7 +7,7 @@ import time
 from typing import Any, TextIO
 
 from triage.config import build_config
-from triage.model import Culprit, Event, Evidence, Hypothesis, Report, Unexplained
+from triage.model import Culprit, Decision, Event, Evidence, Hypothesis, Report, Unexplained
 from triage.progress import Op, RankProgress, build_progress, describe
 from triage.report.views import ReportView, repeated
 from triage.unexplained import format_time, rule_command
@@ -37,6 +37,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "hypothesis": verdict.hypothesis,
             "hypotheses_lost": [_hypothesis(h, folded) for h in verdict.lost],
         },
+        "decision": decision_dict(report.decision) if report.decision is not None else None,
         "world_size": {"value": report.world_size, "from": report.world_size_from},
         "hosts": [{"host": h, "ranks": r} for h, r in sorted(hosts.items())],
         "ranks": [
@@ -87,6 +88,14 @@ def to_dict(report: Report) -> dict[str, Any]:
         "errors": [{"source": s.name, "reason": s.skipped} for s in report.sources if s.skipped],
         "unexplained": [_unexplained(u) for u in report.unexplained],
     }
+
+
+def decision_dict(d: Decision) -> dict[str, Any]:
+    return {"action": d.action, "requeue": d.requeue,
+            "exclude": [{"kind": e.kind, "host": e.host, "rank": e.rank, "peer": e.peer, "peer_rank": e.peer_rank,
+                         "why": e.why} for e in d.exclude],
+            "hosts": d.hosts, "ranks": d.ranks, "env": d.env, "reason": d.reason, "policy_row": d.rule,
+            "exit_code": d.exit_code}
 
 
 def _progress(report: Report) -> list[dict[str, Any]]:
@@ -177,7 +186,7 @@ class JsonFormat:
     def write_error(self, message: str, version: str, out: TextIO) -> None:
         """The analysis did not run: `verdict` null, and the reason in `errors[]`."""
         json.dump({"schema_version": SCHEMA_VERSION, "tool": {"name": "triage", "version": version},
-                   "verdict": None, "world_size": {"value": None, "from": None}, "hosts": [],
+                   "verdict": None, "decision": None, "world_size": {"value": None, "from": None}, "hosts": [],
                    "ranks": [], "sources": [], "errors": [{"source": None, "reason": message}]},
                   out, indent=2, ensure_ascii=False)
         out.write("\n")

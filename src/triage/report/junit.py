@@ -52,6 +52,12 @@ def document(view: ReportView) -> ET.Element:
     for key, value in (("triage.version", view.version), ("triage.status", view.status.value),
                        ("triage.verdict", view.headline)):
         ET.SubElement(props, "property", name=key, value=_xml_safe(value))
+    if view.decision is not None and (decision := view.report.decision) is not None:
+        for key, value in (("triage.decision", decision.action), ("triage.decision.summary", view.decision),
+                           ("triage.decision.reason", decision.reason),
+                           ("triage.decision.exclude", ",".join(decision.hosts)),
+                           ("triage.decision.ranks", ",".join(map(str, decision.ranks)))):
+            ET.SubElement(props, "property", name=key, value=_xml_safe(value))
     for i, line in enumerate(view.progress):  # per process group, from the flight-recorder dumps
         ET.SubElement(props, "property", name=f"triage.group.{i}", value=_xml_safe(line))
     for i, line in enumerate(view.config):
@@ -74,7 +80,9 @@ def document(view: ReportView) -> ET.Element:
             failure.text = _xml_safe("\n".join(f"{f.location.label}\n    {f.evidence.text}"
                                                for f in view.findings) or view.report.verdict.reasoning)
     out = ET.SubElement(suite, "system-out")
-    out.text = _xml_safe(f"{view.headline}\n{view.report.verdict.reasoning}")
+    decided = f"\nDecision: {view.decision} — {view.report.decision.reason}" if view.report.decision and view.decision \
+        else ""
+    out.text = _xml_safe(f"{view.headline}\n{view.report.verdict.reasoning}{decided}")
     suite.set("tests", str(len(view.ranks) or 1))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))

@@ -58,6 +58,8 @@ def verdict_summary(view: ReportView) -> str:
     if victims := victims_line(view):
         out.append(f"**Victims:** {_plain(victims)}  ")
     out += ["", f"**Why:** {_plain(v.reasoning)}", ""]
+    if view.decision is not None and (d := view.report.decision) is not None:
+        out += [f"**Decision:** {code_span(view.decision)} — {_plain(d.reason)}", ""]
     if view.findings:
         out += ["**Evidence**", ""]
         for f in view.findings[:_MAX_FINDINGS]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from triage.model import Report
-from triage.report import FORMATS, REGISTRY, formatter, github
+from triage.report import FORMATS, REGISTRY, SCHEDULER_FORMATS, formatter, github
 from triage.report.views import build
 
 
@@ -35,7 +35,7 @@ def plan(fmt: str | None, specs: Sequence[str], *, quiet: bool = False) -> list[
     With `--quiet` and files to write, stdout gets a report only when `--format` was given.
     """
     if fmt is not None and fmt not in REGISTRY:
-        raise OutputError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        raise OutputError(f"--format must be one of {', '.join(FORMATS + SCHEDULER_FORMATS)}, not {fmt!r}")
     stdout_fmt = fmt or "terminal"
     files: list[Output] = []
     bare = False  # a plain `--output PATH`: the --format output goes there instead of stdout
@@ -46,7 +46,8 @@ def plan(fmt: str | None, specs: Sequence[str], *, quiet: bool = False) -> list[
                 raise OutputError(f"--output {spec}: no file name after {name}=")
             files.append(Output(name, Path(path)))
         elif sep and name.isidentifier():
-            raise OutputError(f"--output {spec}: {name!r} is not a format; choose one of {', '.join(FORMATS)}")
+            raise OutputError(f"--output {spec}: {name!r} is not a format; choose one of "
+                              f"{', '.join(FORMATS + SCHEDULER_FORMATS)}")
         else:
             files.append(Output(stdout_fmt, Path(spec)))
             bare = True

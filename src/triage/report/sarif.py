@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from triage.model import RuleDoc, Status
+from triage.report.json_format import decision_dict
 from triage.report.views import Finding, ReportView
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -75,6 +76,7 @@ def document(view: ReportView) -> dict[str, Any]:
                                        "category": v.category.value, "confidence": v.confidence,
                                        "culprits": view.culprits, "reasoning": v.reasoning,
                                        "summary": view.headline},
+                           **({"decision": decision_dict(view.report.decision)} if view.report.decision else {}),
                            **({"groups": view.progress} if view.progress else {}),
                            **({"config": view.config} if view.config else {})},
         }],

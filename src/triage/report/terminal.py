@@ -70,6 +70,8 @@ def render(report: Report, view: ReportView | None = None) -> list[Text]:
     if victims := victims_line(view):
         blocks.append(Text(f"Victims: {victims}", style="dim"))
     blocks.append(Text("Why: ", style="bold") + Text(v.reasoning))
+    if view.decision is not None and report.decision is not None:
+        blocks.append(_decision(view.decision, report.decision.reason))
     evidence = view.findings[:_MAX_EVIDENCE]
     if evidence:
         blocks.append(Text("\nEvidence:", style="bold"))
@@ -112,6 +114,13 @@ def _header(report: Report) -> Text:
     where = f" on {len(hosts)} host{'s' if len(hosts) != 1 else ''}" if hosts else ""
     return Text(f"triage {report.version} — {job_size(report)}{where}, {read} source"
                 f"{'s' if read != 1 else ''} read", style="dim")
+
+
+def _decision(label: str, reason: str) -> Text:
+    text = Text("Decision: ", style="bold")
+    text.append(label, style="bold")
+    text.append(f" — {reason}")  # the reason names the settings of a requeued hang
+    return text
 
 
 def _who(c: Culprit) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage.config import build_config
-from triage.model import Culprit, Event, Evidence, Kind, Report, Status
+from triage.model import Culprit, Decision, Event, Evidence, Kind, Report, Status
 from triage.progress import build_progress, describe
 from triage.ranks import fmt_ranks
 
@@ -114,6 +114,8 @@ class ReportView:
     progress: list[str] = field(default_factory=list)
     # Settings the ranks state differently (`nccl: 2.28.9 on ranks 0-2; 2.27.5 on rank 3`).
     config: list[str] = field(default_factory=list)
+    # What to do next, in one line (`requeue-excluding gpu-node-03 (ranks 16-23)`); None without a decision.
+    decision: str | None = None
 
     @property
     def version(self) -> str:
@@ -168,7 +170,22 @@ def build(report: Report) -> ReportView:
         culprits=[f"{who(c)} — {c.reason}" for c in v.culprits], hosts=dict(sorted(hosts.items())),
         victims=[r.rank for r in ranks if r.role == "victim"], findings=findings, ranks=ranks,
         progress=progress_lines(report), config=[i.label() for i in build_config(report.events)],
+        decision=decision_label(report.decision) if report.decision is not None else None,
     )
+
+
+def decision_label(decision: Decision) -> str:
+    """`requeue-excluding gpu-node-03 (ranks 16-23)`, `stop`, `requeue with the flight recorder on`."""
+    text = decision.action
+    n = len(decision.ranks)
+    if decision.hosts:
+        text += " " + ", ".join(decision.hosts) + (f" (rank{'s' if n > 1 else ''} {fmt_ranks(decision.ranks)})"
+                                                   if n else "")
+    elif decision.exclude:
+        text += f" rank{'s' if n > 1 else ''} {fmt_ranks(decision.ranks)}"
+    if decision.env:
+        text += " with the flight recorder on"
+    return text
 
 
 PROGRESS_GROUPS = 6  # groups shown: those with work in flight or a member behind, earliest stall first

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from triage import exitcodes
 from triage.model import Status
-from triage.report import FORMATS
+from triage.report import FORMATS, SCHEDULER_FORMATS
 from triage.repro import launcher_env, placement
 from triage.repro.options import (
     BACKENDS,
@@ -36,6 +36,7 @@ from triage.repro.protocol import PHASES
 # What runs the ranks, analyses and presents is imported by the functions that do it: `triage
 # --help` registers this command without loading the analysis.
 if TYPE_CHECKING:
+    from triage.decision import Policy
     from triage.model import Report
     from triage.report import outputs as report_outputs
     from triage.repro.coordinator import Outcome
@@ -86,7 +87,8 @@ def repro(
     log_dir: Annotated[Path | None, typer.Option(
         help="Where the ranks write their logs and the report (default: a new folder "
              "triage-repro-<time> in the current directory; under a launcher, on every node).")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"Format on stdout: {', '.join(FORMATS)}.")]
+    fmt: Annotated[str, typer.Option("--format", "-f",
+                                     help=f"Format on stdout: {', '.join(FORMATS + SCHEDULER_FORMATS)}.")]
     = "terminal",
     output: Annotated[list[str] | None, typer.Option(
         "--output", "-o", metavar="FORMAT=PATH",
@@ -97,12 +99,18 @@ def repro(
     = "diagnosed,inconclusive",
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q", help="No banner, phases or log paths on stdout: the report only.")] = False,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", metavar="FILE", help="Decision policy (YAML) in place of the built-in one, as `triage "
+        "analyze --policy`.")] = None,
 ) -> None:
+    from triage.decision import PolicyError, load_policy
+
     if importlib.util.find_spec("torch") is None:
         _fail(INSTALL_HINT)
     try:
         files = _output_files(fmt, output or [])
         failing = exitcodes.parse_fail_on(fail_on)
+        table = load_policy(policy) if policy is not None else None
         if backend not in BACKENDS:
             raise OptionError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if inject is not None and inject not in INJECT_KINDS:
@@ -113,11 +121,11 @@ def repro(
                                              "operator_load": timeout_operator_load,
                                              "execution": timeout_execution})
         env = launcher_env.detect(os.environ)
-    except (OptionError, launcher_env.LaunchError, ValueError) as exc:
+    except (OptionError, launcher_env.LaunchError, ValueError, PolicyError) as exc:
         _fail(str(exc))
     settings = _Settings(world_size, backend, ranks_per_gpu, deadlines, sizes, iters, bisect,
                          Injection(inject, inject_rank, inject_phase) if inject else None, log_dir, fmt,
-                         _Delivery(fmt, files, failing, quiet))
+                         _Delivery(fmt, files, failing, quiet, table))
     if env is not None:
         raise typer.Exit(_under_launcher(settings, env))
     try:
@@ -146,8 +154,9 @@ class _Delivery:
     """What the verdict becomes: stdout in `fmt`, the --output files, the exit code."""
 
     def __init__(self, fmt: str, files: list[report_outputs.Output], fail_on: frozenset[Status],
-                 quiet: bool) -> None:
+                 quiet: bool, policy: Policy | None = None) -> None:
         self.fmt, self.files, self.fail_on, self.quiet = fmt, files, fail_on, quiet
+        self.policy = policy  # the decision table (None: the built-in one)
 
     @property
     def banners(self) -> bool:
@@ -247,7 +256,7 @@ def deliver(outcome: Outcome, log_dir: Path, how: _Delivery | str) -> int:
     if isinstance(how, str):
         how = _Delivery(how, [], exitcodes.FAIL_ON_DEFAULT, False)
     fmt = how.fmt
-    report = analyze([log_dir], world_size=outcome.run.opts.job_world_size)
+    report = analyze([log_dir], world_size=outcome.run.opts.job_world_size, policy=how.policy)
     unexplained = report.verdict.status is Status.NO_FAILURE and (outcome.failed or outcome.slow)
     code = exitcodes.exit_code(report, how.fail_on)
     if unexplained and Status.INCONCLUSIVE in how.fail_on:

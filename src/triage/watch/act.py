@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from triage import __version__, exitcodes
 from triage.model import Report, Status
@@ -20,9 +21,12 @@ from triage.report import outputs as report_outputs
 from triage.watch.procs import alive, descendants, self_and_ancestors, start_ticks
 from triage.watch.progress import Finding
 
+if TYPE_CHECKING:
+    from triage.decision import Policy
+
 
 def analyze(paths: Sequence[Path], outputs: Sequence[report_outputs.Output], *, world_size: int | None,
-            rules_dirs: Sequence[Path]) -> Report | None:
+            rules_dirs: Sequence[Path], policy: Policy | None = None) -> Report | None:
     """The verdict over what was kept, written to every output; None when it could not be made
     (said once on stderr)."""
     from triage.api import NoInput
@@ -30,7 +34,8 @@ def analyze(paths: Sequence[Path], outputs: Sequence[report_outputs.Output], *, 
     from triage.rules import RuleError
 
     try:
-        report = run_analysis([str(p) for p in paths], world_size=world_size, rules_dirs=rules_dirs, jobs=1)
+        report = run_analysis([str(p) for p in paths], world_size=world_size, rules_dirs=rules_dirs, jobs=1,
+                              policy=policy)
     except (NoInput, RuleError, OSError) as exc:
         report_outputs.write_error(str(exc), __version__, outputs)
         say(f"no verdict: {exc}")

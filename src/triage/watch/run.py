@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from triage import exitcodes
 from triage.model import Status
@@ -35,6 +35,9 @@ from triage.watch.follow import Follower
 from triage.watch.procs import RankProc, alive, children_map, descendants, find_ranks
 from triage.watch.progress import Finding, Model
 from triage.watch.stall import Judge
+
+if TYPE_CHECKING:
+    from triage.decision import Policy
 
 RESCAN_S = 2.0  # how often the process tree is read again and every rank sampled
 ON_HANG = ("report", "kill", "wait")
@@ -61,6 +64,7 @@ class Options:
     host: str | None = None
     poll_s: float = 0.5
     kill_confidence: float = DEFAULT_KILL_CONFIDENCE
+    policy: Policy | None = None  # the decision table (None: the built-in one)
 
 
 def watch(options: Options) -> int:
@@ -330,7 +334,7 @@ class _Watch:
         if self.o.on_hang == "wait":
             return None
         report = act.analyze(self._paths(), self.o.outputs, world_size=self.o.world_size,
-                             rules_dirs=self.o.rules_dirs)
+                             rules_dirs=self.o.rules_dirs, policy=self.o.policy)
         if self.o.on_hang == "report":
             return None
         self._recheck()
@@ -369,7 +373,7 @@ class _Watch:
         if code is not None:
             act.say(f"the job ended with exit code {code}: post-mortem verdict")
         report = act.analyze(self._paths(), self.o.outputs if code is not None else [],
-                             world_size=self.o.world_size, rules_dirs=self.o.rules_dirs)
+                             world_size=self.o.world_size, rules_dirs=self.o.rules_dirs, policy=self.o.policy)
         self._write_extract()
         if code is not None:
             return code
@@ -377,7 +381,7 @@ class _Watch:
         if report is None or report.verdict.status is Status.NO_FAILURE:
             act.say("the job ended; its output shows no failure")
             return 0
-        act.analyze(self._paths(), self.o.outputs, world_size=self.o.world_size, rules_dirs=self.o.rules_dirs)
+        act.analyze(self._paths(), self.o.outputs, world_size=self.o.world_size, rules_dirs=self.o.rules_dirs, policy=self.o.policy)
         return act.verdict_code(report, self.o.fail_on)
 
     def _scan_final(self) -> None:
