@@ -39,7 +39,7 @@ def _rank(args: argparse.Namespace) -> None:
     rank = dist.get_rank()
     out = Path(args.out)
     store = dist.distributed_c10d._get_default_store()
-    stop_at = made = 0
+    stop_at = made = calls = 0
     with (out / f"rank{rank}.jsonl").open("a", buffering=1) as f:
         f.write(json.dumps({"pid": os.getpid()}) + "\n")
         while not stop_at or calls < stop_at:
@@ -76,7 +76,7 @@ def _read(out: Path) -> tuple[dict[int, int], dict[int, list[dict[str, Any]]]]:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    rng = random.Random(args.seed)
+    rng = random.Random(args.seed)  # noqa: S311 (moments to freeze at, not secrets)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*"):
