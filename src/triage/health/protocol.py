@@ -61,6 +61,11 @@ class GroupState:
     aborted: bool = False
     stale: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)  # tag -> (call, roll call?) with keys
     passed: dict[str, int] = field(default_factory=dict)  # tag -> the leader's last call decided a pass
+    last_ok: dict[str, float] = field(default_factory=dict)  # tag -> when the previous call began, if it passed
+    ranks: list[int] = field(default_factory=list)  # the group's global ranks
+    index: int = -1  # this member's rank in the group
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    stores: dict[str, Store] = field(default_factory=dict)  # tag -> the store under the tag's prefix
 
 
 LOCK = threading.Lock()
@@ -92,22 +97,30 @@ class Call:
     def __init__(self, pg: Any, timeout: float, tag: str, started: float) -> None:
         self.pg = pg
         self.name = str(pg.group_name)
-        self.ranks: list[int] = dist.get_process_group_ranks(pg)
-        self.n = len(self.ranks)
-        self.index = dist.get_rank(pg)
         self.timeout = timeout
         self.tag = tag
         self.started = started
         self.deadline = started + timeout
         with LOCK:
-            self.state = GROUPS.setdefault(self.name, GroupState())
+            self.state = GROUPS.get(self.name) or GROUPS.setdefault(self.name, GroupState())
+            if not self.state.ranks:  # what does not change while the group lives, looked up once
+                self.state.ranks = dist.get_process_group_ranks(pg)
+                self.state.index = dist.get_rank(pg)
+                self.state.device = _device(pg)
+            if (store := self.state.stores.get(tag)) is None:
+                default = dist.distributed_c10d._get_default_store()
+                store = self.state.stores[tag] = PrefixStore(f"{TAG}/{self.name}/{tag}/", default)
             self.number = self.state.calls.get(tag, 0) + 1
             self.state.calls[tag] = self.number
-        default = dist.distributed_c10d._get_default_store()
-        self.store: Store = PrefixStore(f"{TAG}/{self.name}/{tag}/", default)
+            # when the previous call began, if it passed; set again only by a pass (`settle`)
+            self.previous_ok = self.state.last_ok.pop(tag, None)
+        self.ranks: list[int] = self.state.ranks
+        self.n = len(self.ranks)
+        self.index: int = self.state.index
+        self.device: torch.device = self.state.device
+        self.store: Store = store
         self.key = f"{self.number}/"
         self.answered = False
-        self.device = _device(pg)
 
     # -- outcome -----------------------------------------------------------------------------
 
@@ -154,9 +167,12 @@ class Call:
                 return self.decide(self.roll_call(), why, "collective", None)
             keep.let_go(buf)
             total = float(buf.item())
-            if total == expected_sum(self.n, self.number):
-                return self.result(self.publish(OK), "it completed in time")
-            return self.slots(total)
+            if total != expected_sum(self.n, self.number):
+                return self.slots(total)
+            if self.undisputed():
+                self.settle(OK)
+                return self.result(OK, "it completed in time")
+            return self.result(self.publish(OK), "it completed in time")
         # The deadline passed with the all-reduce in flight: it stays so (a later check queues behind it).
         self.state.pending.append((self.number, work, buf))
         why = f"the all-reduce did not complete within the {self.timeout:g} s deadline"
@@ -192,13 +208,32 @@ class Call:
                     self.store.delete_key(f"{number}/{key}")
         stale[:] = [s for s in stale if s[0] >= passed]
 
+    def undisputed(self) -> bool:
+        """Whether no member can have given this call up, so that its pass needs no publishing.
+
+        When this member's previous call passed, every member began this call after that call's
+        all-reduce had this member's contribution, so after this member began the previous call
+        (`last_ok`); each member's deadline for this call is thus later than last_ok + timeout. A
+        completion seen well before that (half the timeout: room for the members' completions to
+        be seen at slightly different times) came before any member's deadline: nobody decides a
+        failure, and the pass is the decision. Members must use the same timeout.
+        """
+        began = self.previous_ok
+        return began is not None and time.monotonic() - began < self.timeout / 2
+
+    def settle(self, decision: bytes) -> None:
+        """Remember how this call ended, for the next one (`undisputed`, `tidy`)."""
+        if decision == OK:
+            self.state.last_ok[self.tag] = self.started
+            if self.index == 0:
+                self.state.passed[self.tag] = self.number
+
     def publish(self, proposal: bytes) -> bytes:
         """The call's decision: `proposal` if it is the first, else the one published before it."""
         decision = self.store.compare_set(self.key + "d", "", proposal.decode())
         if self.index == 0:
             self.state.stale.setdefault(self.tag, []).append((self.number, self.answered or decision != OK))
-            if decision == OK:
-                self.state.passed[self.tag] = self.number
+        self.settle(decision)
         return decision
 
     def decide(self, missing: list[int] | None, why: str, phase: Phase, work: Any) -> HealthResult:
