@@ -180,7 +180,7 @@ def test_a_sub_group_check_while_another_group_is_busy(sequence: dict[int, list[
 def test_a_rank_frozen_in_the_check_gets_the_others_decision_and_the_group_realigns(
         tmp_path: Path, point: str) -> None:
     """Rank 2 freezes at call FROZEN_AT: before it (between checks), before its all-reduce, or after its
-    all-reduce completed and before it decides. It is resumed once the others have decided without
+    all-reduce completed and before it publishes. It is resumed once the others have decided without
     it; every call index must then hold the same result on every rank, and the checks pass again."""
     # the first call that cannot pass while rank 2 is frozen: it contributed to FROZEN_AT when "after"
     failing = FROZEN_AT + (point == "after")
@@ -514,15 +514,15 @@ def _rank_freeze(rank: int, record: Record, point: str) -> None:
 
         dist.all_reduce = frozen_all_reduce
     elif rank == 2 and point == "after":
-        # after its all-reduce completed with the right sum, before it decides (publishes or not)
-        undisputed = protocol.Call.undisputed
+        # after its all-reduce completed with the right sum, before it publishes what it saw
+        publish = protocol.Call.publish
 
-        def frozen_undisputed(call: protocol.Call) -> bool:
+        def frozen_publish(call: protocol.Call, proposal: bytes) -> bytes:
             if call.number == FROZEN_AT:
                 _freeze(record, call=FROZEN_AT)
-            return undisputed(call)
+            return publish(call, proposal)
 
-        protocol.Call.undisputed = frozen_undisputed  # type: ignore[method-assign]
+        protocol.Call.publish = frozen_publish  # type: ignore[method-assign]
     # Every rank goes on until a check passes after the frozen call: since every rank gets the same
     # decision for each call, they all stop at the same call.
     for _ in range(50):

@@ -61,7 +61,6 @@ class GroupState:
     aborted: bool = False
     stale: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)  # tag -> (call, roll call?) with keys
     passed: dict[str, int] = field(default_factory=dict)  # tag -> the leader's last call decided a pass
-    last_ok: dict[str, float] = field(default_factory=dict)  # tag -> when the previous call began, if it passed
     ranks: list[int] = field(default_factory=list)  # the group's global ranks
     index: int = -1  # this member's rank in the group
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
@@ -112,8 +111,6 @@ class Call:
                 store = self.state.stores[tag] = PrefixStore(f"{TAG}/{self.name}/{tag}/", default)
             self.number = self.state.calls.get(tag, 0) + 1
             self.state.calls[tag] = self.number
-            # when the previous call began, if it passed; set again only by a pass (`settle`)
-            self.previous_ok = self.state.last_ok.pop(tag, None)
         self.ranks: list[int] = self.state.ranks
         self.n = len(self.ranks)
         self.index: int = self.state.index
@@ -169,9 +166,8 @@ class Call:
             total = float(buf.item())
             if total != expected_sum(self.n, self.number):
                 return self.slots(total)
-            if self.undisputed():
-                self.settle(OK)
-                return self.result(OK, "it completed in time")
+            # Published even when every member seems in time: a member whose all-reduce waits on a peer
+            # frozen mid-collective may still give it up (its own completion comes later than ours).
             return self.result(self.publish(OK), "it completed in time")
         # The deadline passed with the all-reduce in flight: it stays so (a later check queues behind it).
         self.state.pending.append((self.number, work, buf))
@@ -208,25 +204,10 @@ class Call:
                     self.store.delete_key(f"{number}/{key}")
         stale[:] = [s for s in stale if s[0] >= passed]
 
-    def undisputed(self) -> bool:
-        """Whether no member can have given this call up, so that its pass needs no publishing.
-
-        When this member's previous call passed, every member began this call after that call's
-        all-reduce had this member's contribution, so after this member began the previous call
-        (`last_ok`); each member's deadline for this call is thus later than last_ok + timeout. A
-        completion seen well before that (half the timeout: room for the members' completions to
-        be seen at slightly different times) came before any member's deadline: nobody decides a
-        failure, and the pass is the decision. Members must use the same timeout.
-        """
-        began = self.previous_ok
-        return began is not None and time.monotonic() - began < self.timeout / 2
-
     def settle(self, decision: bytes) -> None:
-        """Remember how this call ended, for the next one (`undisputed`, `tidy`)."""
-        if decision == OK:
-            self.state.last_ok[self.tag] = self.started
-            if self.index == 0:
-                self.state.passed[self.tag] = self.number
+        """Remember the leader's last pass, for `tidy`."""
+        if decision == OK and self.index == 0:
+            self.state.passed[self.tag] = self.number
 
     def publish(self, proposal: bytes) -> bytes:
         """The call's decision: `proposal` if it is the first, else the one published before it."""
