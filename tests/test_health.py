@@ -1,9 +1,12 @@
-"""`triage.health.check` in real 4-rank gloo jobs under torchrun, and `triage analyze` on their logs.
+"""`triage.health` in real 4-rank gloo jobs under torchrun, and `triage analyze` on their logs.
 
 This file is also the ranks' program: torchrun runs it as a script with a scenario name (the
 `_rank_*` functions at the bottom); each rank appends what its checks returned to
-`<out>/rank<R>.jsonl`, and the tests read those records. Deadlines are asserted as upper bounds
-with a generous margin (2 shared cores), never as lower bounds.
+`<out>/rank<R>.jsonl` and logs to `<out>/logs/rank<R>.log`, and the tests read those. Ranks are
+frozen (SIGSTOP) at decided points by themselves and resumed (SIGCONT) by the test once the others
+have recorded what it waits for, so that what each call decides does not depend on timing;
+agreement is checked per call index. Deadlines are asserted as upper bounds with a generous margin
+(2 shared cores), never as lower bounds.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,8 @@ ROOT = HERE.parents[1]
 T = 3.0  # the deadline under test, in s
 MARGIN = 2.0  # what a loaded 2-core machine may add on top of a bound
 CALLS = 1000  # healthy checks in a row, with no growth in threads, store keys or memory
+FROZEN_AT = 4  # the call at which a rank freezes in the freeze scenarios
+STEPS, CHECK_EVERY, VICTIM_STEP = 20, 5, 10  # the shrink scenarios' loop
 
 
 # --- the tests ----------------------------------------------------------------------------------
@@ -45,17 +49,22 @@ def test_not_initialised_is_an_ok_no_op() -> None:
 
 def test_bad_arguments_are_refused() -> None:
     pytest.importorskip("torch")
-    from triage.health import check
+    from triage.health import HealthResult, check, shrink
 
     with pytest.raises(ValueError, match="on_failure"):
         check(on_failure="exit")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout"):
         check(timeout=0)
+    with pytest.raises(ValueError, match="passed"):
+        shrink(HealthResult(True, 4))
+    with pytest.raises(ValueError, match="named no rank"):
+        shrink(HealthResult(False, 4, phase="collective"))
 
 
-def test_the_failure_line_is_the_one_the_rules_read() -> None:
+def test_the_lines_are_the_ones_the_rules_read() -> None:
     pytest.importorskip("torch")
     from triage.health import HealthResult, line
+    from triage.health.result import excluded_line, leaving_line
     from triage.model import Identity
     from triage.parse.scan import Matcher, ScanStats, scan_text
     from triage.rules import load_rules
@@ -64,40 +73,53 @@ def test_the_failure_line_is_the_one_the_rules_read() -> None:
     wrong = HealthResult(False, 8, wrong=(1,), phase="verify", elapsed=0.01, reason="bad slot")
     nobody = HealthResult(False, 8, phase="collective", elapsed=3.5, reason="stuck")
     matcher = Matcher(load_rules())
-    for result, rule, ranks in ((missing, "repro-health-check-missing", "2, 5-6"),
-                                (wrong, "repro-health-check-wrong", "1"),
-                                (nobody, "repro-health-check-unnamed", None)):
-        text = line(result, 0, "3", list(range(8)), 7, "loop")
+    cases = [(line(missing, 0, "3", list(range(8)), 7, "loop"), "repro-health-check-missing", "2, 5-6"),
+             (line(wrong, 0, "3", list(range(8)), 7, "loop"), "repro-health-check-wrong", "1"),
+             (line(nobody, 0, "3", list(range(8)), 7, "loop"), "repro-health-check-unnamed", None),
+             (excluded_line(0, (2, 5), 10, "0", 3, 6), "repro-health-excluded", "2, 5"),
+             (leaving_line(2, 10, "0", 3, 3), "repro-health-left", None)]
+    for text, rule, ranks in cases:
         events = list(scan_text(matcher, "rank0.log", Identity(), [text + "\n"], ScanStats()))
-        assert [e.rule_id for e in events] == [rule], text
-        assert events[0].fields.get("culprit_ranks") == ranks, text
+        # "at step 10" is also the writer's progress (job-step-progress), which it is
+        assert [e.rule_id for e in events if e.rule_id != "job-step-progress"] == [rule], text
+        assert next(e for e in events if e.rule_id == rule).fields.get("culprit_ranks") == ranks, text
+
+
+def test_the_expected_sum_is_the_sum_of_the_contributions() -> None:
+    pytest.importorskip("torch")
+    from triage.health.protocol import contribution, expected_sum
+
+    for world in (1, 2, 7, 1000):
+        for number in (1, 999, 1000, 123456):
+            assert sum(contribution(i, world, number) for i in range(world)) == expected_sum(world, number)
+    # a member one call behind or ahead changes the sum
+    assert contribution(2, 4, 7) + sum(contribution(i, 4, 8) for i in (0, 1, 3)) != expected_sum(4, 8)
 
 
 def test_a_finished_buffer_is_kept_until_no_cpp_reference_holds_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """What keeps the exit safe: a check's buffer is released here only once the backend let go of it.
 
     Otherwise the backend's thread may release it during the interpreter's finalization, and the
-    process dies in std::terminate (health._let_go). Autograd stands in for the backend's thread.
+    process dies in std::terminate (keep.let_go). Autograd stands in for the backend's thread.
     """
     torch = pytest.importorskip("torch")
-    from triage import health
+    from triage.health import keep
 
-    monkeypatch.setattr(health, "SETTLE_S", 0.05)
-    with health._LOCK:
-        health._SETTLING.clear()
+    monkeypatch.setattr(keep, "SETTLE_S", 0.05)
+    with keep.LOCK:
+        keep.SETTLING.clear()
     weight = torch.ones(3, requires_grad=True)
     buf = torch.zeros(3)
     graph = (weight * buf).sum()  # holds `buf` from C++, as a finished work does until its thread drops it
-    health._let_go(buf)
+    keep.let_go(buf)
     del buf
-    health._let_go(torch.zeros(1))  # held by nothing else: released at the next look
-    assert len(health._SETTLING) == 2
-    health._settle_at_exit()  # bounded: gives up while C++ still holds the first one
-    assert len(health._SETTLING) == 1
+    keep.let_go(torch.zeros(1))  # held by nothing else: released at the next look
+    assert len(keep.SETTLING) == 2
+    keep.settle_at_exit()  # bounded: gives up while C++ still holds the first one
+    assert len(keep.SETTLING) == 1
     del graph
-    started = time.monotonic()
-    health._settle_at_exit()
-    assert health._SETTLING == [] and time.monotonic() - started < 0.5
+    keep.settle_at_exit()
+    assert keep.SETTLING == []
 
 
 @pytest.mark.slow
@@ -115,10 +137,13 @@ def test_healthy_group_many_calls_in_a_row_without_leaks(sequence: dict[int, lis
 @pytest.mark.slow
 def test_a_wrong_value_is_named_by_every_rank(sequence: dict[int, list[dict[str, Any]]]) -> None:
     for rank, records in sequence.items():
-        result = _one(records, "wrong")["result"]
-        assert (result["ok"], result["wrong"], result["missing"], result["phase"]) == (False, [1], [], "verify"), rank
+        record = _one(records, "wrong")
+        result = record["result"]
+        assert (result["ok"], result["wrong"], result["missing"], result["exclude"], result["phase"]) == \
+            (False, [1], [], [1], "verify"), rank
         got = re.fullmatch(r"rank 1 contributed (\d+) in its slot, expected (\d+)", result["reason"])
-        assert got and int(got[1]) - int(got[2]) == 1000, result  # what `_corrupting` added
+        assert got and int(got[1]) - int(got[2]) == 1000, result  # what verify.fill's corruption adds
+        assert record["raised"] == ("HealthCheckFailed" if rank == 0 else None), record
         assert _one(records, "after-wrong")["result"]["ok"], rank
 
 
@@ -128,13 +153,12 @@ def test_a_late_rank_is_named_within_the_deadline_and_the_next_check_passes(
     for rank, records in sequence.items():
         record = _one(records, "late")
         result = record["result"]
-        assert (result["ok"], result["missing"], result["wrong"], result["phase"]) == (False, [2], [], "arrival")
-        if rank == 2:  # it arrived after the others gave up: it learns so at once, not after a deadline
-            assert result["reason"].startswith("this rank (rank 2) reached the check after"), result
+        assert (result["ok"], result["missing"], result["exclude"]) == (False, [2], [2]), result
+        if rank == 2:  # it arrived after the others gave up: it reads their decision at once
+            assert result["reason"].startswith("this rank (rank 2) was named missing"), result
             assert record["wall"] < MARGIN, record
         else:
-            assert record["wall"] < T + MARGIN, record
-        # a check right after the failed one: no collective was left in flight, the calls line up
+            assert record["wall"] < T + 1 + MARGIN, record
         assert _one(records, "after-late")["result"]["ok"], (rank, records)
 
 
@@ -145,127 +169,197 @@ def test_a_sub_group_check_while_another_group_is_busy(sequence: dict[int, list[
         assert busy["all_ok"] == busy["calls"] and busy["world_size"] == 2, busy
         result = _one(sequence[rank], "sub-wrong")["result"]
         # rank 3 is rank 1 of the sub-group: results speak of global ranks
-        assert (result["ok"], result["wrong"], result["world_size"]) == (False, [3], 2), result
+        assert (result["ok"], result["wrong"], result["exclude"], result["world_size"]) == (False, [3], [3], 2), result
     for rank in (0, 2):
         other = _one(sequence[rank], "sub-busy")
         assert other["all_reduces"] > 0 and other["skipped"]["phase"] == "skipped", other
 
 
 @pytest.mark.slow
-def test_a_rank_that_never_calls_is_named_and_analyze_names_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("point", ["between", "before", "after"])
+def test_a_rank_frozen_in_the_check_gets_the_others_decision_and_the_group_realigns(
+        tmp_path: Path, point: str) -> None:
+    """Rank 2 freezes at call FROZEN_AT: before it (between checks), before its all-reduce, or after its
+    all-reduce completed and before it publishes. It is resumed once the others have decided without
+    it; every call index must then hold the same result on every rank, and the checks pass again."""
+    # the first call that cannot pass while rank 2 is frozen: it contributed to FROZEN_AT when "after"
+    failing = FROZEN_AT + (point == "after")
+
+    def resume(out: Path) -> bool:
+        records = _read(out)
+        frozen = next((r for r in records.get(2, []) if r["step"] == "freezing"), None)
+        decided = all(any(r["step"] == "call" and r["result"]["call"] >= failing for r in records.get(rank, []))
+                      for rank in (0, 1, 3))
+        if frozen and decided:
+            os.kill(frozen["pid"], signal.SIGCONT)
+            return True
+        return False
+
+    job = _job(tmp_path, f"freeze-{point}", watch=resume)
+    assert job.code == 0, job.console
+    calls = {rank: {r["result"]["call"]: r["result"] for r in rows if r["step"] == "call"}
+             for rank, rows in job.records.items()}
+    assert all(sorted(c) == sorted(calls[0]) for c in calls.values()), calls  # the same call indices
+    for number in calls[0]:
+        seen = {rank: _decision(calls[rank][number]) for rank in calls}
+        assert len(set(seen.values())) == 1, (number, seen)
+    assert all(calls[0][n]["ok"] for n in range(1, failing)), calls[0]
+    assert _decision(calls[0][failing]) == (False, (2,), (), (2,)), calls[0][failing]
+    assert calls[2][failing]["reason"].startswith("this rank (rank 2) was named missing"), calls[2][failing]
+    last = max(calls[0])
+    assert last > failing and all(calls[rank][last]["ok"] for rank in calls), calls  # realigned
+
+
+@pytest.mark.slow
+def test_a_frozen_rank_is_dropped_by_shrink_and_the_others_finish(tmp_path: Path) -> None:
+    def resume(out: Path) -> bool:
+        records = _read(out)
+        frozen = next((r for r in records.get(2, []) if r["step"] == "freezing"), None)
+        if frozen and all(any(r["step"] == "destroyed" for r in records.get(rank, [])) for rank in (0, 1, 3)):
+            os.kill(frozen["pid"], signal.SIGCONT)
+            return True
+        return False
+
+    job = _job(tmp_path, "shrink-frozen", watch=resume)
+    assert job.code == 0, job.console
+    _assert_shrunk(job, victim=2)
+    excluded = _one(job.records[2], "excluded")
+    assert excluded["result"]["exclude"] == [2] and excluded["initialized"], excluded
+    assert _one(job.records[2], "destroyed")  # destroy_process_group() neither hung nor raised
+    verdict = _analyze(job.out / "logs")
+    assert verdict["status"] == "diagnosed", verdict
+    assert [c["rank"] for c in verdict["culprits"] if c.get("rank") is not None] == [2], verdict
+    assert "recovered" in json.dumps(verdict).lower(), verdict
+
+
+@pytest.mark.slow
+def test_a_killed_rank_is_named_alone_and_dropped_by_shrink(tmp_path: Path) -> None:
+    job = _job(tmp_path, "shrink-killed", agents=True)
+    _assert_shrunk(job, victim=3)
+    for rank in (0, 1, 2):
+        # the follow-up check on the old group names the dead rank only, and says the group cannot realign
+        follow = _one(job.records[rank], "follow-up")["result"]
+        assert (follow["ok"], follow["missing"], follow["exclude"]) == (False, [3], [3]), follow
+    verdict = _analyze(job.out / "logs")
+    assert [c["rank"] for c in verdict["culprits"] if c.get("rank") is not None] == [3], verdict
+    assert "recovered" in json.dumps(verdict).lower(), verdict
+
+
+@pytest.mark.slow
+def test_a_rank_that_never_calls_is_named_and_abort_lets_the_others_leave(tmp_path: Path) -> None:
     job = _job(tmp_path, "never")
     for rank in (0, 1, 3):
         record = _one(job.records[rank], "never")
         result = record["result"]
-        assert (result["ok"], result["missing"], result["phase"]) == (False, [2], "arrival"), result
-        assert result["elapsed"] < T + MARGIN and record["wall"] < T + MARGIN, record
-    # The post-mortem: torchrun's own per-rank logs, read by `triage analyze`.
-    lines = [t for p in job.logs.rglob("stderr.log") for t in p.read_text().splitlines() if "triage-health" in t]
-    assert len(lines) == 3 and all("check FAILED: missing rank 2 in group 0" in t for t in lines), lines
-    out = subprocess.run([sys.executable, "-m", "triage", "analyze", str(job.logs), "--format", "json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
-    verdict = json.loads(out.stdout)["verdict"]
-    assert verdict["status"] == "diagnosed", out.stdout
+        assert (result["ok"], result["missing"], result["exclude"]) == (False, [2], [2]), result
+        assert record["wall"] < T + 1 + MARGIN, record
+        assert result["reason"].endswith("the process group was aborted"), result
+        after = _one(job.records[rank], "after-abort")["result"]
+        assert after["ok"] is False and "aborted" in after["reason"], after
+        assert _one(job.records[rank], "destroyed")  # destroy_process_group() after the abort: no assertion
+    lines = [t for p in (job.out / "logs").glob("rank*.log") for t in p.read_text().splitlines()
+             if "check FAILED: missing rank 2 in group 0" in t]
+    assert len(lines) == 3, lines
+    verdict = _analyze(job.out / "logs")
+    assert verdict["status"] == "diagnosed", verdict
     assert sorted(c["rank"] for c in verdict["culprits"] if c.get("rank") is not None) == [2], verdict
-    # every rank's file is its own: the health line names its writer (no `[rankN]:` prefix on it)
-    assert [(r["rank"], r["has_log"]) for r in json.loads(out.stdout)["ranks"]] == [(r, True) for r in range(4)]
-    rules = {e.get("rule") for c in verdict["culprits"] for e in c["evidence"]}
-    assert "repro-health-check-missing" in rules, verdict
 
 
-@pytest.mark.slow
-def test_a_rank_killed_in_the_check_is_named_and_on_failure_is_honoured(tmp_path: Path) -> None:
-    job = _job(tmp_path, "killed")
-    assert job.code != 0  # torchrun saw rank 3 die
-    for rank in (0, 1, 2):
-        record = _one(job.records[rank], "killed")
-        result = record["result"]
-        assert (result["ok"], result["missing"], result["phase"]) == (False, [3], "collective"), result
-        assert record["wall"] < T + 1.5 + MARGIN, record
-    assert _one(job.records[0], "killed")["raised"] == "HealthCheckFailed"
-    assert _one(job.records[1], "killed")["result"]["reason"].endswith("the process group was aborted")
-    # after the abort, the next check fails at once instead of touching the aborted group
-    after = _one(job.records[1], "after-killed")
-    assert after["result"]["ok"] is False and "aborted" in after["result"]["reason"] and after["wall"] < MARGIN
-    # the others: rank 3 is gone and rank 1 aborted (it takes part no more); the next check says so
-    # within its deadline
-    for rank in (0, 2):
-        after = _one(job.records[rank], "after-killed")
-        assert after["result"]["missing"] == [1, 3] and after["wall"] < 1 + MARGIN, after
+def _decision(result: dict[str, Any]) -> tuple[Any, ...]:
+    return result["ok"], tuple(result["missing"]), tuple(result["wrong"]), tuple(result["exclude"])
 
 
-@pytest.mark.slow
-def test_a_rank_frozen_in_the_check_keeps_the_deadline_and_the_process_can_exit(tmp_path: Path) -> None:
-    frozen: list[int] = []
+def _assert_shrunk(job: Job, victim: int) -> None:
+    survivors = [r for r in range(4) if r != victim]
+    for rank in survivors:
+        steps = [r for r in job.records[rank] if r["step"] == "step"]
+        assert [s["n"] for s in steps] == list(range(STEPS)), steps  # every step, none twice
+        for s in steps:
+            world = 4 if s["n"] < VICTIM_STEP else 3
+            total = 6 if s["n"] < VICTIM_STEP else sum(survivors)
+            assert (s["world"], s["sum"]) == (world, total), s
+        shrunk = _one(job.records[rank], "shrunk")
+        assert shrunk["exclude"] == [victim] and shrunk["world"] == 3 and shrunk["at"] == VICTIM_STEP, shrunk
+        assert shrunk["rank"] == survivors.index(rank), shrunk  # get_rank() describes the new group
+        assert _one(job.records[rank], "destroyed")
+    lines = [t for p in (job.out / "logs").glob("rank*.log") for t in p.read_text().splitlines()
+             if f"rank {victim} excluded at step {VICTIM_STEP}" in t]
+    assert len(lines) == 3 and all(t.endswith("the job went on with 3 ranks") for t in lines), lines
 
-    def thaw_when_the_others_are_gone(out: Path) -> bool:
-        records = _read(out)
-        if not frozen and (pid := next((r["pid"] for r in records.get(3, []) if r["step"] == "freezing"), None)):
-            frozen.append(pid)
-        done = [r for rank in (0, 1, 2) for r in records.get(rank, []) if r["step"] == "exiting"]
-        if frozen and len(done) == 3:
-            # the three end on their own, with an all-reduce stuck in flight (aborted), while rank 3
-            # still holds its end of their connections
-            until = time.monotonic() + 10 * MARGIN
-            while (alive := [r for r in done if not _ended(r["pid"])]) and time.monotonic() < until:
-                time.sleep(0.1)
-            os.kill(frozen[0], signal.SIGKILL)
-            assert alive == [], f"ranks still running after they returned from main: {alive}"
-            return True
-        return False
 
-    job = _job(tmp_path, "frozen", watch=thaw_when_the_others_are_gone)
-    for rank in (0, 1, 2):
-        record = _one(job.records[rank], "frozen")
-        result = record["result"]
-        assert (result["ok"], result["missing"], result["phase"]) == (False, [3], "collective"), result
-        assert "did not complete within the 3 s deadline" in result["reason"], result
-        assert record["wall"] < T + 1.5 + MARGIN, record
-        # the all-reduce is still in flight: the next check says so at once, starting nothing
-        after = _one(job.records[rank], "after-frozen")
-        assert after["result"]["phase"] == "collective" and "still in flight" in after["result"]["reason"]
-        assert after["wall"] < MARGIN + 1.0, after  # with on_failure="abort": abort's own grace
+def _analyze(logs: Path) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-m", "triage", "analyze", str(logs), "--format", "json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    return dict(json.loads(out.stdout)["verdict"])
 
 
 # --- running a job ------------------------------------------------------------------------------
 
 class Job:
-    def __init__(self, code: int, console: str, records: dict[int, list[dict[str, Any]]], logs: Path) -> None:
-        self.code, self.console, self.records, self.logs = code, console, records, logs
+    def __init__(self, code: int, console: str, records: dict[int, list[dict[str, Any]]], out: Path) -> None:
+        self.code, self.console, self.records, self.out = code, console, records, out
 
 
 def _job(tmp_path: Path, scenario: str, *, watch: Callable[[Path], bool] | None = None,
-         timeout: float = 150) -> Job:
+         agents: bool = False, timeout: float = 150) -> Job:
+    """Run `scenario` on 4 ranks: one torchrun, or (`agents`) one torchrun a rank, so that a rank's
+    death ends only its own agent, as on a 4-node job."""
     pytest.importorskip("torch")
     from repro_helpers import MARK, free_port, wait_gone
 
-    out, logs = tmp_path / "out", tmp_path / "logs"
-    out.mkdir()
+    out = tmp_path / "out"
+    (out / "logs").mkdir(parents=True)
     mark = uuid.uuid4().hex
     env = dict(os.environ, **{MARK: mark, "PYTHONUNBUFFERED": "1"})
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
-               "--master-port", str(free_port()), "--log-dir", str(logs), "--redirects", "3",
-               str(HERE), scenario, str(out)]
-    proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = str(free_port())
+    run = [sys.executable, "-m", "torch.distributed.run"]
+    program = [str(HERE), scenario, str(out)]
+    if agents:
+        commands = [[*run, "--nnodes", "4", "--nproc-per-node", "1", "--node-rank", str(i), "--rdzv-backend",
+                     "static", "--master-addr", "127.0.0.1", "--master-port", port, *program] for i in range(4)]
+    else:
+        commands = [[*run, "--standalone", "--nproc-per-node", "4", "--master-port", port, *program]]
+    procs = [subprocess.Popen(c, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for c in commands]
     until = time.monotonic() + timeout
     try:
-        while proc.poll() is None and time.monotonic() < until:
+        while any(p.poll() is None for p in procs) and time.monotonic() < until:
             if watch is not None and watch(out):
                 watch = None
+            if agents and _workers_ended(out):
+                # The survivors' agents wait in torchrun's exit barrier for the dead rank's agent, which
+                # left at its worker's death (300 s; SIGTERM does not end that wait): the job is over once
+                # every worker has ended.
+                for p in procs:
+                    p.kill()
             time.sleep(0.1)
-        if proc.poll() is None:
+        if any(p.poll() is None for p in procs):
             raise AssertionError(f"the {scenario} job did not end within {timeout} s")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        console = proc.communicate()[0]
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        console = "\n".join(p.communicate()[0] for p in procs)
         left = wait_gone(mark, within=5.0)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     assert left == [], f"processes left behind: {left}"
     records = _read(out)
     assert sorted(records) == [0, 1, 2, 3], console
-    return Job(proc.returncode, console, records, logs)
+    return Job(max(p.returncode for p in procs), console, records, out)
+
+
+def _workers_ended(out: Path) -> bool:
+    pids = {r["pid"] for rows in _read(out).values() for r in rows[:1]}
+    return len(pids) == 4 and all(_ended(pid) for pid in pids)
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie that its parent (torchrun) has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except OSError:
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -289,33 +383,31 @@ def _one(records: list[dict[str, Any]], step: str) -> dict[str, Any]:
     return found[0]
 
 
-def _ended(pid: int) -> bool:
-    """Gone, or a zombie that its parent (torchrun) has not reaped yet."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except OSError:
-        return True
-
-
 # --- the ranks' program -------------------------------------------------------------------------
+
+Record = Callable[..., None]
+
 
 def _rank_main(scenario: str, out: Path) -> None:
     import torch.distributed as dist
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rank = int(os.environ["RANK"])
+    handler = logging.FileHandler(out / "logs" / f"rank{rank}.log")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        handlers=[handler, logging.StreamHandler()])
     dist.init_process_group("gloo")
-    rank = dist.get_rank()
     log = out / f"rank{rank}.jsonl"
 
-    def record(step: str, **data: Any) -> None:
+    def record(what: str, **data: Any) -> None:
         with log.open("a") as f:
-            f.write(json.dumps({"step": step, "pid": os.getpid(), **data}, default=list) + "\n")
+            f.write(json.dumps({"step": what, "pid": os.getpid(), **data}, default=list) + "\n")
 
-    {"sequence": _rank_sequence, "never": _rank_never, "killed": _rank_killed,
-     "frozen": _rank_frozen}[scenario](rank, record)
-
-
-Record = Callable[..., None]
+    if scenario.startswith("freeze-"):
+        _rank_freeze(rank, record, scenario.removeprefix("freeze-"))
+    elif scenario.startswith("shrink-"):
+        _rank_shrink(rank, record, scenario.removeprefix("shrink-"))
+    else:
+        {"sequence": _rank_sequence, "never": _rank_never}[scenario](rank, record)
 
 
 def _timed(record: Record, step: str, **kwargs: Any) -> Any:
@@ -337,17 +429,16 @@ def _usage() -> tuple[int, int, int]:
     return threading.active_count(), tasks, rss
 
 
-@contextmanager
-def _corrupting() -> Iterator[None]:
-    """This rank's slot is written wrong (what a bad GPU or link would do to it)."""
-    from triage.repro import verify
+def _corrupt(on: bool) -> None:
+    """This rank's contributions are written wrong (what a bad GPU or link would do to them)."""
+    from triage.health import protocol
 
-    fill = verify.fill
-    verify.fill = lambda buf, index, world, check, corrupt: fill(buf, index, world, check, True)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        verify.fill = fill
+    protocol.CORRUPT_SELF = on
+
+
+def _freeze(record: Record, **data: Any) -> None:
+    record("freezing", **data)
+    os.kill(os.getpid(), signal.SIGSTOP)  # the test sends SIGCONT
 
 
 def _rank_sequence(rank: int, record: Record) -> None:
@@ -371,22 +462,18 @@ def _rank_sequence(rank: int, record: Record) -> None:
     record("healthy", all_ok=sum(r.ok for r in results), keys=[keys, keys_after],
            threads=[before[0], after[0]], tasks=[before[1], after[1]], rss_kib=[before[2], after[2]],
            slowest=max(r.elapsed for r in results))
-    # 2. rank 1 contributes a wrong value; then a check passes again
-    if rank == 1:
-        with _corrupting():
-            _timed(record, "wrong")
-    else:
-        _timed(record, "wrong")
+    # 2. rank 1 contributes a wrong value; then a check passes again (rank 0 asks for an exception)
+    _corrupt(rank == 1)
+    _timed(record, "wrong", on_failure="raise" if rank == 0 else "log")
+    _corrupt(False)
     _timed(record, "after-wrong")
     # 3. a sub-group [1, 3] checks itself while [0, 2] is busy with its own collectives
     if rank in (1, 3):
         results = [check(sub_a, timeout=T, tag="sub") for _ in range(20)]
         record("sub-healthy", all_ok=sum(r.ok for r in results), calls=len(results), world_size=results[0].world_size)
-        if rank == 3:
-            with _corrupting():
-                _timed(record, "sub-wrong", group=sub_a, tag="sub")
-        else:
-            _timed(record, "sub-wrong", group=sub_a, tag="sub")
+        _corrupt(rank == 3)
+        _timed(record, "sub-wrong", group=sub_a, tag="sub")
+        _corrupt(False)
         store.add("test/sub-done", 1)
     else:
         # Both stop after the same all-reduce (as any loop of collectives must): whether to stop is
@@ -400,11 +487,93 @@ def _rank_sequence(rank: int, record: Record) -> None:
                 break
         record("sub-busy", all_reduces=count, skipped=asdict(check(sub_a, timeout=T)))
     dist.barrier()
-    # 4. rank 2 is late, past the deadline; then every rank checks again, and passes
+    # 4. rank 2 is late: it calls the check once the others have returned from it; then every rank
+    # checks again, and passes
     if rank == 2:
-        time.sleep(T + 1.0)
-    _timed(record, "late")
+        store.wait(["test/late-done"], __import__("datetime").timedelta(seconds=60))
+        _timed(record, "late")
+    else:
+        _timed(record, "late")
+        if store.add("test/late", 1) == 3:
+            store.set("test/late-done", "1")
     _timed(record, "after-late")
+    dist.destroy_process_group()
+
+
+def _rank_freeze(rank: int, record: Record, point: str) -> None:
+    import torch.distributed as dist
+
+    from triage.health import check, protocol
+
+    for _ in range(FROZEN_AT - 1):
+        record("call", result=asdict(check(timeout=T)))
+    if rank == 2 and point == "between":
+        _freeze(record, call=FROZEN_AT)
+    elif rank == 2 and point == "before":
+        all_reduce = dist.all_reduce
+
+        def frozen_all_reduce(*args: Any, **kwargs: Any) -> Any:
+            dist.all_reduce = all_reduce
+            _freeze(record, call=FROZEN_AT)
+            return all_reduce(*args, **kwargs)
+
+        dist.all_reduce = frozen_all_reduce
+    elif rank == 2 and point == "after":
+        # after its all-reduce completed with the right sum, before it publishes what it saw
+        publish = protocol.Call.publish
+
+        def frozen_publish(call: protocol.Call, proposal: bytes) -> bytes:
+            if call.number == FROZEN_AT:
+                _freeze(record, call=FROZEN_AT)
+            return publish(call, proposal)
+
+        protocol.Call.publish = frozen_publish  # type: ignore[method-assign]
+    # Every rank goes on until a check passes after the frozen call: since every rank gets the same
+    # decision for each call, they all stop at the same call.
+    for _ in range(50):
+        result = check(timeout=T)
+        record("call", result=asdict(result))
+        if result.call > FROZEN_AT + 1 and result.ok:
+            break
+    dist.destroy_process_group()
+
+
+def _rank_shrink(rank: int, record: Record, how: str) -> None:
+    """The recipe of docs/health.md: check every CHECK_EVERY steps; on a failure drop the named
+    ranks and go on, or leave when this rank is the one dropped."""
+    import torch
+    import torch.distributed as dist
+
+    from triage.health import check, shrink
+
+    victim = 2 if how == "frozen" else 3
+    launch_rank = rank
+    for step in range(STEPS):
+        if step == VICTIM_STEP and rank == victim:
+            if how == "frozen":
+                _freeze(record, at=step)
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        if step % CHECK_EVERY == 0:
+            result = check(timeout=T)
+            record("check", at=step, result=asdict(result))
+            if not result.ok:
+                if how == "killed":  # a second check on the old group names the same rank, and only it
+                    result = check(timeout=T)
+                    record("follow-up", result=asdict(result))
+                if not result.exclude:
+                    break
+                group = shrink(result, step=step)
+                if group is None:
+                    record("excluded", result=asdict(result), initialized=dist.is_initialized())
+                    break
+                record("shrunk", at=step, exclude=result.exclude, world=dist.get_world_size(),
+                       rank=dist.get_rank())
+        total = torch.tensor([float(launch_rank)])
+        dist.all_reduce(total)  # the training step: every survivor's contribution, once
+        record("step", n=step, sum=total.item(), world=dist.get_world_size())
+    dist.destroy_process_group()
+    record("destroyed")
 
 
 def _rank_never(rank: int, record: Record) -> None:
@@ -415,48 +584,15 @@ def _rank_never(rank: int, record: Record) -> None:
         store.wait(["test/done"], __import__("datetime").timedelta(seconds=60))
         record("never")
         return
-    result = _timed(record, "never")
-    store.set("test/done", "1")
+    result = _timed(record, "never", on_failure="abort")
+    store.add("test/aborted", 1)
+    _timed(record, "after-abort")
+    if store.add("test/aborted", 0) == 3:
+        store.set("test/done", "1")
+    dist.destroy_process_group()
+    record("destroyed")
     if not result.ok:
         sys.exit(1)  # what a training loop does when its health check fails
-
-
-def _rank_killed(rank: int, record: Record) -> None:
-    import torch.distributed as dist
-
-    for _ in range(2):
-        assert _timed(record, "healthy").ok
-    if rank == 3:  # dies between its arrival and its all-reduce
-        dist.all_reduce = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
-        _timed(record, "killed")
-        return
-    # torchrun ends the others when rank 3 dies: they finish their checks first
-    signal.signal(signal.SIGTERM, lambda *_: record("sigterm"))
-    on_failure = {0: "raise", 1: "abort", 2: "log"}[rank]
-    _timed(record, "killed", on_failure=on_failure)
-    from triage.health import check
-
-    started = time.monotonic()
-    result = check(timeout=1.0)
-    record("after-killed", result=asdict(result), wall=time.monotonic() - started)
-
-
-def _rank_frozen(rank: int, record: Record) -> None:
-    import torch.distributed as dist
-
-    assert _timed(record, "healthy").ok
-    if rank == 3:  # freezes between its arrival and its all-reduce, and answers nothing more
-        def freeze(*_: Any, **__: Any) -> None:
-            record("freezing")
-            os.kill(os.getpid(), signal.SIGSTOP)
-
-        dist.all_reduce = freeze
-        _timed(record, "frozen")
-        return
-    _timed(record, "frozen")
-    _timed(record, "after-frozen", on_failure="abort")
-    record("exiting")
-    sys.exit(0)  # with an all-reduce stuck in flight
 
 
 if __name__ == "__main__":

@@ -99,6 +99,8 @@ FIELDS: dict[str, Field] = {
     "peer_host": Field("host", "host name at the other end of the failed connection"),
     # Culprits a tool named (desync report, monitoredBarrier, RAS, HCCL heartbeat, repro).
     "culprit_ranks": Field("rank-list", "ranks a tool named as the cause"),
+    "at_step": Field("int", "the training step at which triage.health.shrink dropped ranks"),
+    "survivors": Field("int", "how many ranks went on after triage.health.shrink dropped the others"),
     "culprit_pid": Field("int", "process a tool named as the cause"),
     "culprit_ip": Field("ip", "address of the process or device a tool named as the cause"),
     "culprit_device": Field("int", "device (GPU/NPU index) a tool named as the cause"),

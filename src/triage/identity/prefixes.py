@@ -13,7 +13,7 @@ from triage.model import Identity, Kind
 
 # Families whose `rank` field names the writer (or the worker a launcher line is about).
 _RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
-# triage.health's line (`TAG rank N:` in src/triage/health.py) names its writer's global rank.
+# triage.health's line (`TAG rank N:` in src/triage/health/result.py) names its writer's global rank.
 _HEALTH_ENVELOPE = regex.compile(r"\btriage-health rank (?P<rank>\d{1,9}): ")
 _HEALTH_HOW = "triage.health's line names its writer"
 

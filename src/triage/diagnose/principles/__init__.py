@@ -24,6 +24,7 @@ from triage.diagnose.principles import (
     peer_named,
     progress,
     ras,
+    recovered,
     silent,
     stacks,
     waits,
@@ -31,6 +32,7 @@ from triage.diagnose.principles import (
 from triage.diagnose.principles.principle import Principle
 
 PRINCIPLES: tuple[Principle, ...] = (
+    recovered.PRINCIPLE,
     named.PRINCIPLE,
     first_failure.PRINCIPLE,
     silent.PRINCIPLE,
