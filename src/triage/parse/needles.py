@@ -151,8 +151,9 @@ class LiteralFinder(Protocol):
 
     literals: tuple[str, ...]
 
-    def line_starts(self, text: str, cut: int) -> list[int]:
-        """Starts, in order, of the lines of text[:cut] that hold a literal or a shape."""
+    def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
+        """Starts, in order, of the lines of text[start:cut] that hold a literal or a shape
+        (`start`: a line's start)."""
 
     def present(self, line: str) -> list[str]:
         """The literals the line holds, in the order of `literals`."""
@@ -173,15 +174,15 @@ class PythonFinder:
         self._prefixes = {n: [p for p in upper if n.startswith(p)] for n in upper}
         self._find_needles = lower
 
-    def line_starts(self, text: str, cut: int) -> list[int]:
+    def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
         hits: set[int] = set()
         find, rfind, search = text.find, text.rfind, self._pattern.search
-        pos = 0
+        pos = start
         while (m := search(text, pos, cut)) is not None:
             hits.add(rfind("\n", 0, m.start()) + 1)
             pos = m.end()
         for needle in self._find_needles:
-            at = find(needle, 0, cut)
+            at = find(needle, start, cut)
             while at >= 0:
                 hits.add(rfind("\n", 0, at) + 1)
                 at = find(needle, at + len(needle), cut)
@@ -230,19 +231,31 @@ class HyperscanFinder:
         expressions += [shape.encode("ascii") for shape in shapes]
         flags = [0] * len(expressions)
         self._database = _hyperscan_database(hyperscan, expressions, flags)
+        self._text: str | None = None  # the last text scanned, and its bytes
+        self._ascii = False
+        self._encoded = b""
 
-    def line_starts(self, text: str, cut: int) -> list[int]:
-        ascii_only = text.isascii()
-        data = text.encode("ascii") if ascii_only else text[:cut].encode("utf-8", "replace")
+    def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
+        if text is self._text:  # the scanner asks for a buffer a window at a time
+            ascii_only, encoded = self._ascii, self._encoded
+        else:
+            ascii_only = text.isascii()
+            encoded = text.encode("ascii") if ascii_only else b""
+            self._text, self._ascii, self._encoded = text, ascii_only, encoded
         ends: list[int] = []
-        # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
-        self._database.scan(memoryview(data)[:cut] if ascii_only else data,
-                            match_event_handler=_note_end, context=ends)
+        if ascii_only:
+            # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
+            self._database.scan(memoryview(encoded)[start:cut], match_event_handler=_note_end, context=ends)
+            if not ends:
+                return []
+            rfind = encoded.rfind
+            return sorted({rfind(b"\n", 0, start + end) + 1 for end in ends})
+        data = text[start:cut].encode("utf-8", "replace")
+        self._database.scan(data, match_event_handler=_note_end, context=ends)
         if not ends:
             return []
         rfind = data.rfind
-        starts = sorted({rfind(b"\n", 0, end) + 1 for end in ends})
-        return starts if ascii_only else _char_offsets(data, starts)
+        return [start + at for at in _char_offsets(data, sorted({rfind(b"\n", 0, end) + 1 for end in ends}))]
 
     def present(self, line: str) -> list[str]:
         ids: set[int] = set()

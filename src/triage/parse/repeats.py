@@ -84,12 +84,16 @@ class Repeats:
         # that ends otherwise is no copy, without being taken apart. None: some stamp was.
         self.tails: set[str] | None = set()
         self._last: _Split | None = None  # the last line taken apart
+        # What `again` counted the last line on, where that line was the remembered one as written
+        # (the same text, the same lines after it): its copies that follow may be counted in bulk.
+        self.exact: tuple[_Line, list[Event], float | None] | None = None
 
     def again(self, line: str, line_no: int, start: int, handled: set[int], end: int,
               context: Callable[[int], str | None]) -> bool:
         """Count a copy of a remembered line on its events; False when the line is not known.
 
         `context(end)` gives the text of the lines after it, for a line remembered with them."""
+        self.exact = None
         if self.frozen or not self.size or (self.tails is not None and line[-_TAIL:] not in self.tails):
             return False
         masked, pieces, *_ = self._split.get(line) or self._stamps(line)
@@ -103,7 +107,8 @@ class Repeats:
             known = by_context.get(self._unstamped(text))
         if known is None:
             return False
-        if known.line == line and known.after == after:
+        exact = known.line == line and known.after == after
+        if exact:
             stamp = known.stamp  # the very same text: the same time
         elif known.seen and not known.varies and known.clock is not None and known.clock < len(pieces):
             stamp = stamp_time(pieces[known.clock]) if known.clock >= 0 else None
@@ -122,9 +127,25 @@ class Repeats:
                 return True
             if firsts:
                 handled.add(start)
+        when = stamp[0] if stamp else None
         for first in firsts:
-            _count(first, 1, line_no, stamp[0] if stamp else first.time)
+            _count(first, 1, line_no, when if when is not None else first.time)
+        if exact:
+            self.exact = (known, firsts, when)
         return True
+
+    def exact_after(self) -> str | bool:
+        """The lines after it that the line just counted exactly was remembered with (False: none)."""
+        assert self.exact is not None  # noqa: S101
+        return self.exact[0].after
+
+    def count_copies(self, copies: int, line_no: int) -> None:
+        """Count `copies` more copies, as written, of the line `again` just counted exactly (see
+        `exact`), the last one on line `line_no`: each would be counted so, one by one."""
+        assert self.exact is not None  # noqa: S101
+        _, firsts, when = self.exact
+        for first in firsts:
+            _count(first, copies, line_no, when if when is not None else first.time)
 
     def remember(self, line: str, events: list[Event], open_world: bool, after: str | bool) -> None:
         """Note a line whose events its text decides, with the text of the lines after it where
