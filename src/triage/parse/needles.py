@@ -158,6 +158,9 @@ class LiteralFinder(Protocol):
     def present(self, line: str) -> list[str]:
         """The literals the line holds, in the order of `literals`."""
 
+    def present_at(self, start: int, line: str) -> list[str]:
+        """`present(line)` for the line at `start` of the text last given to `line_starts`."""
+
     def backwards(self, text: str, end: int) -> Iterator[int]:
         """Starts of the literals' occurrences in text[:end] (each ending by `end`), last first."""
 
@@ -198,6 +201,9 @@ class PythonFinder:
         found = {lit for n in dict.fromkeys(needles) for lit in self._needles[n] if lit in line}
         return sorted(found, key=self._order.__getitem__)
 
+    def present_at(self, start: int, line: str) -> list[str]:
+        return self.present(line)
+
     def backwards(self, text: str, end: int) -> Iterator[int]:
         return _rfind_all(text, self.literals, end)
 
@@ -234,6 +240,7 @@ class HyperscanFinder:
         self._text: str | None = None  # the last text scanned, and its bytes
         self._ascii = False
         self._encoded = b""
+        self.ids: dict[int, set[int]] = {}  # line start -> what it holds, from the last line_starts
 
     def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
         if text is self._text:  # the scanner asks for a buffer a window at a time
@@ -242,20 +249,38 @@ class HyperscanFinder:
             ascii_only = text.isascii()
             encoded = text.encode("ascii") if ascii_only else b""
             self._text, self._ascii, self._encoded = text, ascii_only, encoded
-        ends: list[int] = []
+        found: list[tuple[int, int]] = []
+        self.ids = {}
         if ascii_only:
             # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
-            self._database.scan(memoryview(encoded)[start:cut], match_event_handler=_note_end, context=ends)
-            if not ends:
+            self._database.scan(memoryview(encoded)[start:cut], match_event_handler=_note_id_end, context=found)
+            if not found:
                 return []
-            rfind = encoded.rfind
-            return sorted({rfind(b"\n", 0, start + end) + 1 for end in ends})
+            # What each line holds, from the same pass: `present` need not search it again.
+            rfind, ids = encoded.rfind, self.ids
+            for id_, end in found:
+                at = rfind(b"\n", 0, start + end) + 1
+                if (held := ids.get(at)) is None:
+                    ids[at] = {id_}
+                else:
+                    held.add(id_)
+            return sorted(ids)
         data = text[start:cut].encode("utf-8", "replace")
-        self._database.scan(data, match_event_handler=_note_end, context=ends)
-        if not ends:
+        self._database.scan(data, match_event_handler=_note_id_end, context=found)
+        if not found:
             return []
         rfind = data.rfind
-        return [start + at for at in _char_offsets(data, sorted({rfind(b"\n", 0, end) + 1 for end in ends}))]
+        starts = sorted({rfind(b"\n", 0, end) + 1 for _, end in found})
+        return [start + at for at in _char_offsets(data, starts)]
+
+    def present_at(self, start: int, line: str) -> list[str]:
+        """`present(line)` for the line at `start` of the text `line_starts` was last given, from
+        what that search found there."""
+        ids = self.ids.get(start)
+        if ids is None:
+            return self.present(line)
+        count = len(self.literals)
+        return [self.literals[i] for i in sorted(ids) if i < count]
 
     def present(self, line: str) -> list[str]:
         ids: set[int] = set()
@@ -280,10 +305,6 @@ class HyperscanFinder:
             starts = {low + e - self._lengths[i] for i, e in found if i < count}
             yield from sorted((s for s in starts if s < top), reverse=True)
             top, size = low, size * _BACK_GROWTH
-
-
-def _note_end(_id: int, _start: int, end: int, _flags: int, ends: list[int]) -> None:
-    ends.append(end)
 
 
 def _note_id(id_: int, _start: int, _end: int, _flags: int, ids: set[int]) -> None:

@@ -55,9 +55,11 @@ class Matcher:
     finder: LiteralFinder = field(init=False)
     last_line: list[tuple[Rule, LiteralFinder]] = field(init=False)  # `scan: last-line` rules
     max_block: int = field(init=False)
+    _by_literals: dict[tuple[str, ...], list[Rule]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_literal = {}
+        self._by_literals = {}
         # `scan: last-line` rules (progress lines, printed by the thousand) stay out of the
         # forward pass: each chunk is searched backwards for their last match instead.
         self.last_line = [(rule, literal_finder(rule.prefilter, engine=self.engine))
@@ -74,10 +76,21 @@ class Matcher:
 
     def candidates(self, line: str) -> list[Rule]:
         """The rules one of whose literals the line holds."""
-        seen: list[Rule] = []
-        for literal in self.finder.present(line):
-            seen.extend(r for r in self.by_literal[literal] if r not in seen)
-        return seen
+        return self._rules_of(tuple(self.finder.present(line)))
+
+    def candidates_at(self, start: int, line: str) -> list[Rule]:
+        """`candidates(line)` for a line that the finder's last `line_starts` found at `start`."""
+        return self._rules_of(tuple(self.finder.present_at(start, line)))
+
+    def _rules_of(self, literals: tuple[str, ...]) -> list[Rule]:
+        rules = self._by_literals.get(literals)
+        if rules is None:
+            rules = []
+            for literal in literals:
+                rules.extend(r for r in self.by_literal[literal] if r not in rules)
+            if len(self._by_literals) < 4096:
+                self._by_literals[literals] = rules
+        return list(rules)
 
 
 @dataclass
@@ -286,7 +299,8 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
                 if repeats.exact is not None:
                     resume = _count_copies(repeats, buffer, line, end, cut, handled, line_no)
                 continue
-            rules = matcher.candidates(line)
+            rules = (matcher.candidates_at(start, line) if end - start <= MAX_LINE
+                     else matcher.candidates(line))
             if budget is not None:
                 budget.line = line_no  # where the budget ran out, if it does here
             if end + 1 > tail and _needs_following(rules, line):
