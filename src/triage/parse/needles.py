@@ -237,21 +237,13 @@ class HyperscanFinder:
         expressions += [shape.encode("ascii") for shape in shapes]
         flags = [0] * len(expressions)
         self._database = _hyperscan_database(hyperscan, expressions, flags)
-        self._text: str | None = None  # the last text scanned, and its bytes
-        self._ascii = False
-        self._encoded = b""
         self.ids: dict[int, set[int]] = {}  # line start -> what it holds, from the last line_starts
 
     def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
-        if text is self._text:  # the scanner asks for a buffer a window at a time
-            ascii_only, encoded = self._ascii, self._encoded
-        else:
-            ascii_only = text.isascii()
-            encoded = text.encode("ascii") if ascii_only else b""
-            self._text, self._ascii, self._encoded = text, ascii_only, encoded
+        encoded = _ascii_bytes(text)
         found: list[tuple[int, int]] = []
         self.ids = {}
-        if ascii_only:
+        if encoded is not None:
             # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
             self._database.scan(memoryview(encoded)[start:cut], match_event_handler=_note_id_end, context=found)
             if not found:
@@ -291,20 +283,40 @@ class HyperscanFinder:
     def backwards(self, text: str, end: int) -> Iterator[int]:
         longest = max(self._lengths, default=1)
         top, size = end, _BACK_WINDOW
+        encoded = _ascii_bytes(text)
         while top > 0:
             low = max(0, top - size)
             # Scanned up to `longest` past the window's top, so an occurrence straddling it is
             # found; only occurrences beginning inside the window are given here.
-            window = text[low:min(end, top + longest - 1)]
-            if not window.isascii():  # offsets in bytes are not offsets in text: the slow way
+            high = min(end, top + longest - 1)
+            if encoded is not None:
+                window: bytes | memoryview = memoryview(encoded)[low:high]  # no copy
+            elif (piece := text[low:high]).isascii():
+                window = piece.encode("ascii")
+            else:  # offsets in bytes are not offsets in text: the slow way
                 yield from _rfind_all(text, self.literals, end, top)
                 return
             found: list[tuple[int, int]] = []
-            self._database.scan(window.encode("ascii"), match_event_handler=_note_id_end, context=found)
+            self._database.scan(window, match_event_handler=_note_id_end, context=found)
             count = len(self.literals)
             starts = {low + e - self._lengths[i] for i, e in found if i < count}
             yield from sorted((s for s in starts if s < top), reverse=True)
             top, size = low, size * _BACK_GROWTH
+
+
+# The last text searched, and its bytes where it is ASCII (offsets in bytes are then offsets in
+# text): the scanner searches each buffer a window at a time, forwards and backwards. (One tuple,
+# read and replaced whole: a thread never gets another text's bytes.)
+_ENCODED: list[tuple[str, bytes | None]] = [("", b"")]
+
+
+def _ascii_bytes(text: str) -> bytes | None:
+    kept, encoded = _ENCODED[0]
+    if kept is text:
+        return encoded
+    encoded = text.encode("ascii") if text.isascii() else None
+    _ENCODED[0] = (text, encoded)
+    return encoded
 
 
 def _note_id(id_: int, _start: int, _end: int, _flags: int, ids: set[int]) -> None:

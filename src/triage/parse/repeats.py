@@ -26,7 +26,8 @@ the rules. So, per source, where events are produced:
 Lines that differ in more than time (a counter in the message: a SeqNum, a retry count) are other
 events: they are kept one by one, in time linear in their number. Both memories are bounded: past
 their size, lines and events are simply not folded any more. What a log without repeats pays is
-kept small: a line that ends unlike every remembered one is no copy (its last characters tell,
+kept small: a line is remembered only once a line of its length came before, a line that ends
+unlike every remembered one is no copy (its last characters tell,
 before its stamps are looked for), and the stamps of the lines after a remembered one are blanked
 only once a copy of it comes.
 """
@@ -84,6 +85,11 @@ class Repeats:
         # that ends otherwise is no copy, without being taken apart. None: some stamp was.
         self.tails: set[str] | None = set()
         self._last: _Split | None = None  # the last line taken apart
+        # The lengths of the lines met: a line is remembered only once one of its length came
+        # before (a copy, stamps and all, is as long), so most lines of a log without repeats are
+        # never taken apart. Its copies are counted on it from the third on; the second is tried
+        # in full, which gives the same events.
+        self.met: set[int] = set()
         # What `again` counted the last line on, where that line was the remembered one as written
         # (the same text, the same lines after it): its copies that follow may be counted in bulk.
         self.exact: tuple[_Line, list[Event], float | None] | None = None
@@ -151,6 +157,10 @@ class Repeats:
         """Note a line whose events its text decides, with the text of the lines after it where
         that mattered (see the module's doc)."""
         if self.frozen:
+            return
+        if len(line) not in self.met:  # the first line of its length: no copy of it came before
+            if len(self.met) < MAX_LINES:
+                self.met.add(len(line))
             return
         masked, pieces, spans, *_ = self._stamps(line)
         clock = _clock(events, pieces)

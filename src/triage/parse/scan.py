@@ -298,6 +298,9 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
             if repeats.again(line, line_no, start, handled, end, context):
                 if repeats.exact is not None:
                     resume = _count_copies(repeats, buffer, line, end, cut, handled, line_no)
+                    if resume > end + 1:  # so many lines of one width: their newlines need no count
+                        line_no += (resume - end - 1) // (end - start + 1) + 1
+                        counted_to = resume
                 continue
             rules = (matcher.candidates_at(start, line) if end - start <= MAX_LINE
                      else matcher.candidates(line))
