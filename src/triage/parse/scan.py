@@ -99,11 +99,19 @@ class RegexBudget:
 
     limit: float = field(default_factory=lambda: REGEX_BUDGET_S)
     spent: float = 0.0
+    # Searches are timed by the wall clock (cheap), but a budget runs out only once this process
+    # has spent as much CPU time since the source began: on a busy machine the wall clock runs
+    # ahead of the work, and a file would lose rules by chance.
+    cpu_began: float = field(default_factory=time.process_time)
+    check_at: float = -1.0  # `spent` past which the CPU time is looked at (first: the limit)
     by_rule: dict[str, float] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     line: int = 0  # the line being scanned
     exceeded_at: int | None = None
     timeouts: int = 0  # searches cut by MATCH_TIMEOUT_S: they decided nothing
+
+    def __post_init__(self) -> None:
+        self.check_at = self.limit
 
     def search(self, rule: Rule, pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
         if rule.id in self.dropped:
@@ -118,8 +126,13 @@ class RegexBudget:
             took = time.perf_counter() - began
             self.spent += took
             self.by_rule[rule.id] = self.by_rule.get(rule.id, 0.0) + took
-            if self.spent > self.limit:
-                self._drop()
+            if self.spent > self.check_at:
+                cpu = time.process_time() - self.cpu_began
+                if cpu >= self.limit:
+                    self._drop()
+                    self.check_at = self.limit
+                else:  # it cannot have spent the rest in less wall time than that
+                    self.check_at = self.spent + self.limit - cpu
 
     def _drop(self) -> None:
         heavy = {r for r, t in self.by_rule.items() if t >= self.limit * _HEAVY_SHARE} - self.dropped
