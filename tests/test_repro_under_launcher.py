@@ -28,6 +28,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 DEADLINE_S = 2.0
 PHASES = ("comm_init", "operator_load", "execution")
 KINDS = ("crash", "hang", "wrong-value", "slow")
+SOAK_IN_SUITE = 4  # healthy runs of the soak below that the suite runs by default
 CATEGORY = {"hang": "hung_process", "crash": "crashed_process"}
 # (agents, ranks per agent, the "other" rank): one node of 2 ranks, or two nodes of 1 rank each
 LAYOUTS = {"1-agent": (1, 2, 1), "2-agents": (2, 1, 1)}
@@ -98,7 +99,11 @@ def test_a_rank_killed_as_by_the_oom_killer_is_named(tmp_path: Path) -> None:
 @needs_torch
 @pytest.mark.slow
 @pytest.mark.parametrize("repeat", range(20))
-def test_a_healthy_job_is_never_a_failure(tmp_path: Path, repeat: int) -> None:
+def test_a_healthy_job_is_never_a_failure(tmp_path: Path, request: pytest.FixtureRequest, repeat: int) -> None:
+    # A soak: 20 runs by default would be a fifth of the suite's time; the suite runs 4 (two per
+    # layout), --full-matrix all 20.
+    if repeat >= SOAK_IN_SUITE and not full_matrix(request.config):
+        pytest.skip(f"the suite runs {SOAK_IN_SUITE} of the soak's runs (--full-matrix runs 20)")
     layout = list(LAYOUTS)[repeat % 2]
     agents, nproc, _ = LAYOUTS[layout]
     job = torchrun_job(tmp_path, agents, nproc, "--timeout", "20")
