@@ -14,7 +14,8 @@ os.environ.setdefault("TRIAGE_CACHE_DIR", tempfile.mkdtemp(prefix="triage-test-c
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--full-repro-matrix", action="store_true",
-        help="run every torchrun fault case of test_repro_under_launcher.py under both 1 and 2 agents (48 jobs); "
-             "by default each case runs under one of them, alternating (24 jobs), to keep the suite short "
-             "on a 2-core CI machine")
+        "--full-matrix", "--full-repro-matrix", action="store_true", dest="full_matrix",
+        help="run the whole of each multi-process matrix: every `triage repro` fault in every phase "
+             "(tests/test_repro.py), and every torchrun fault case under both 1 and 2 agents "
+             "(tests/test_repro_under_launcher.py); by default a representative slice runs, to keep the "
+             "suite short on a 2-core CI machine (also: TRIAGE_FULL_MATRIX=1)")

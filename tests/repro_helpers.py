@@ -20,6 +20,13 @@ from typing import Any
 
 from triage.repro.supervise import STARTUP_S
 
+
+def full_matrix(config: Any) -> bool:
+    """Whether the whole multi-process matrices run (`--full-matrix`, or TRIAGE_FULL_MATRIX=1), not
+    their representative slice."""
+    return bool(config.getoption("full_matrix") or os.environ.get("TRIAGE_FULL_MATRIX", "") not in ("", "0"))
+
+
 MARK = "TRIAGE_REPRO_TEST_MARK"  # set on the command; every rank inherits it
 ROOT = Path(__file__).resolve().parents[1]
 # Small and quick: two sizes, two timed iterations; deadlines of a few seconds.

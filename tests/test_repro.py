@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from repro_helpers import MARK, ROOT, Run, repro, start, wait_gone
+from repro_helpers import MARK, ROOT, Run, full_matrix, repro, start, wait_gone
 
 from triage import exitcodes
 from triage.repro import bandwidth, bisect, findings, launcher_env, placement, stragglers
@@ -33,6 +33,10 @@ DEADLINE_S = 3.0
 OVERHEAD_S = 25.0
 LONG_DEADLINE_S = 300.0  # for runs that a signal must end, long before any deadline would
 PHASES = ("comm_init", "operator_load", "execution")
+# The cases run by default (--full-matrix: all 12): every kind and phase, and each branch the test
+# checks (a hang's deadline in two phases, a crash's stack, a late init, both wrong-value categories).
+SLICE = {("hang", "comm_init"), ("hang", "execution"), ("crash", "operator_load"), ("slow", "comm_init"),
+         ("slow", "execution"), ("wrong-value", "comm_init"), ("wrong-value", "execution")}
 CATEGORY = {"hang": "hung_process", "crash": "crashed_process"}
 
 
@@ -70,7 +74,9 @@ def test_clean_run_passes(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("kind", ["hang", "crash", "slow", "wrong-value"])
-def test_injected_fault_is_named(tmp_path: Path, kind: str, phase: str) -> None:
+def test_injected_fault_is_named(tmp_path: Path, request: pytest.FixtureRequest, kind: str, phase: str) -> None:
+    if (kind, phase) not in SLICE and not full_matrix(request.config):
+        pytest.skip("not in the suite's slice of the fault matrix (--full-matrix runs it)")
     deadline = DEADLINE_S
     args = ["--timeout", str(deadline), "--inject", kind, "--inject-rank", "2", "--inject-phase", phase]
     if (kind, phase) == ("slow", "comm_init"):

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from repro_helpers import MARK, Job, free_port, torchrun_job, wait_gone
+from repro_helpers import MARK, Job, free_port, full_matrix, torchrun_job, wait_gone
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="triage repro needs PyTorch (pip install 'triage[repro]')")
@@ -28,6 +28,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 DEADLINE_S = 2.0
 PHASES = ("comm_init", "operator_load", "execution")
 KINDS = ("crash", "hang", "wrong-value", "slow")
+SOAK_IN_SUITE = 4  # healthy runs of the soak below that the suite runs by default
 CATEGORY = {"hang": "hung_process", "crash": "crashed_process"}
 # (agents, ranks per agent, the "other" rank): one node of 2 ranks, or two nodes of 1 rank each
 LAYOUTS = {"1-agent": (1, 2, 1), "2-agents": (2, 1, 1)}
@@ -62,11 +63,12 @@ def assert_delivered(job: Job) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_fault_is_named_under_torchrun(tmp_path: Path, request: pytest.FixtureRequest, kind: str,
                                             phase: str, at: str, layout: str) -> None:
-    # Each (fault, phase, rank) runs under one layout, alternating so that both layouts see every
-    # fault and every phase; --full-repro-matrix runs each under both (twice the CI time).
-    assigned = list(LAYOUTS)[(KINDS.index(kind) + PHASES.index(phase) + (at == "other")) % 2]
-    if layout != assigned and not request.config.getoption("--full-repro-matrix"):
-        pytest.skip(f"runs under {assigned} in the suite (--full-repro-matrix runs both layouts)")
+    # Each (fault, phase) runs once, at one rank under one layout, both alternating so that each
+    # rank and each layout sees every fault and every phase; --full-matrix runs all 48.
+    k, p = KINDS.index(kind), PHASES.index(phase)
+    assigned = (["rank0", "other"][(k + p) % 2], list(LAYOUTS)[((p + 1) // 2 + k) % 2])
+    if (at, layout) != assigned and not full_matrix(request.config):
+        pytest.skip(f"runs at {assigned[0]} under {assigned[1]} in the suite (--full-matrix runs them all)")
     agents, nproc, other = LAYOUTS[layout]
     rank = 0 if at == "rank0" else other
     job = torchrun_job(tmp_path, agents, nproc, *_fault_args(kind, phase, rank))
@@ -97,7 +99,11 @@ def test_a_rank_killed_as_by_the_oom_killer_is_named(tmp_path: Path) -> None:
 @needs_torch
 @pytest.mark.slow
 @pytest.mark.parametrize("repeat", range(20))
-def test_a_healthy_job_is_never_a_failure(tmp_path: Path, repeat: int) -> None:
+def test_a_healthy_job_is_never_a_failure(tmp_path: Path, request: pytest.FixtureRequest, repeat: int) -> None:
+    # A soak: 20 runs by default would be a fifth of the suite's time; the suite runs 4 (two per
+    # layout), --full-matrix all 20.
+    if repeat >= SOAK_IN_SUITE and not full_matrix(request.config):
+        pytest.skip(f"the suite runs {SOAK_IN_SUITE} of the soak's runs (--full-matrix runs 20)")
     layout = list(LAYOUTS)[repeat % 2]
     agents, nproc, _ = LAYOUTS[layout]
     job = torchrun_job(tmp_path, agents, nproc, "--timeout", "20")

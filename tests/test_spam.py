@@ -253,6 +253,23 @@ def test_remembering_lines_changes_no_event(monkeypatch: pytest.MonkeyPatch) -> 
         assert _summary(folded) == _summary(plain), log
 
 
+def test_copies_counted_in_bulk_are_counted_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Runs of byte-identical lines are counted in bulk (scan._count_copies), also where a run
+    # straddles a window or ends a buffer: the same events as trying every copy.
+    logs = sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*.log") if p.stat().st_size < 20_000)[:12]
+    assert logs
+    for log in logs:
+        lines = log.read_text(errors="replace").splitlines(keepends=True)
+        text = "".join(line * (7 + i % 90) for i, line in enumerate(lines))
+        _, folded = _scan(text, log.name)
+        with monkeypatch.context() as patch:
+            patch.setattr(repeats, "MAX_LINES", 0)
+            _, plain = _scan(text, log.name)
+        assert _summary(folded) == _summary(plain), log
+    _, (event,) = _scan("header line\n" + TERMINATED * 25_000 + "footer\n")
+    assert (event.count, event.evidence.line, event.last_line) == (25_000, 2, 25_001)
+
+
 def _summary(events: list[Event]) -> Counter[tuple[object, ...]]:
     return Counter((e.rule_id, e.evidence.line, e.evidence.text, e.message, e.count, e.last_line, e.time,
                     e.last_time, tuple(sorted(e.fields.items())), e.identity.rank) for e in events)

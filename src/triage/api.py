@@ -34,8 +34,11 @@ from triage.parse.source import scan_sources
 from triage.rules import Rule, load_rules
 from triage.unexplained import summarize
 
-# Below this much input, starting worker processes costs more than it saves.
-PARALLEL_MIN_BYTES = 64 << 20
+# Below this much input, starting worker processes costs more than it saves. On 2 CPUs a second
+# reader shortens the wall time from ~8 MB on, but by under 0.1 s (and for ~10% more CPU time)
+# below ~32 MB; with more CPUs each reader's share is smaller, so it pays from no more than that
+# (docs/design.md §7, bench/scaling.py).
+PARALLEL_MIN_BYTES = 32 << 20
 _FIRST_FILES = 4  # read before forking the readers (see _scan_all)
 # Past this many readers the one process that builds the job waits on them anyway: on 16 CPUs, 8
 # read a 1,024-rank job as fast as 16 for 10% less CPU time (bench/scaling.py).

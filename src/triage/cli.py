@@ -106,7 +106,7 @@ def analyze_command(
         "--quiet", "-q", help="No progress; with --output files, nothing on stdout unless --format.")] = False,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, metavar="N",
-        help="Processes reading files at once (default: one per usable CPU, up to 8; inputs under 64 MiB "
+        help="Processes reading files at once (default: one per usable CPU, up to 8; inputs under 32 MiB "
              "are read by one).")] = None,
 ) -> None:
     from triage.api import NoInput, analyze

@@ -151,11 +151,15 @@ class LiteralFinder(Protocol):
 
     literals: tuple[str, ...]
 
-    def line_starts(self, text: str, cut: int) -> list[int]:
-        """Starts, in order, of the lines of text[:cut] that hold a literal or a shape."""
+    def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
+        """Starts, in order, of the lines of text[start:cut] that hold a literal or a shape
+        (`start`: a line's start)."""
 
     def present(self, line: str) -> list[str]:
         """The literals the line holds, in the order of `literals`."""
+
+    def present_at(self, start: int, line: str) -> list[str]:
+        """`present(line)` for the line at `start` of the text last given to `line_starts`."""
 
     def backwards(self, text: str, end: int) -> Iterator[int]:
         """Starts of the literals' occurrences in text[:end] (each ending by `end`), last first."""
@@ -173,15 +177,15 @@ class PythonFinder:
         self._prefixes = {n: [p for p in upper if n.startswith(p)] for n in upper}
         self._find_needles = lower
 
-    def line_starts(self, text: str, cut: int) -> list[int]:
+    def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
         hits: set[int] = set()
         find, rfind, search = text.find, text.rfind, self._pattern.search
-        pos = 0
+        pos = start
         while (m := search(text, pos, cut)) is not None:
             hits.add(rfind("\n", 0, m.start()) + 1)
             pos = m.end()
         for needle in self._find_needles:
-            at = find(needle, 0, cut)
+            at = find(needle, start, cut)
             while at >= 0:
                 hits.add(rfind("\n", 0, at) + 1)
                 at = find(needle, at + len(needle), cut)
@@ -196,6 +200,9 @@ class PythonFinder:
         needles.extend(n for n in self._find_needles if n in line)
         found = {lit for n in dict.fromkeys(needles) for lit in self._needles[n] if lit in line}
         return sorted(found, key=self._order.__getitem__)
+
+    def present_at(self, start: int, line: str) -> list[str]:
+        return self.present(line)
 
     def backwards(self, text: str, end: int) -> Iterator[int]:
         return _rfind_all(text, self.literals, end)
@@ -230,19 +237,42 @@ class HyperscanFinder:
         expressions += [shape.encode("ascii") for shape in shapes]
         flags = [0] * len(expressions)
         self._database = _hyperscan_database(hyperscan, expressions, flags)
+        self.ids: dict[int, set[int]] = {}  # line start -> what it holds, from the last line_starts
 
-    def line_starts(self, text: str, cut: int) -> list[int]:
-        ascii_only = text.isascii()
-        data = text.encode("ascii") if ascii_only else text[:cut].encode("utf-8", "replace")
-        ends: list[int] = []
-        # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
-        self._database.scan(memoryview(data)[:cut] if ascii_only else data,
-                            match_event_handler=_note_end, context=ends)
-        if not ends:
+    def line_starts(self, text: str, cut: int, start: int = 0) -> list[int]:
+        encoded = _ascii_bytes(text)
+        found: list[tuple[int, int]] = []
+        self.ids = {}
+        if encoded is not None:
+            # A view, not a slice: no copy of the text (ASCII: offsets in bytes are offsets in text).
+            self._database.scan(memoryview(encoded)[start:cut], match_event_handler=_note_id_end, context=found)
+            if not found:
+                return []
+            # What each line holds, from the same pass: `present` need not search it again.
+            rfind, ids = encoded.rfind, self.ids
+            for id_, end in found:
+                at = rfind(b"\n", 0, start + end) + 1
+                if (held := ids.get(at)) is None:
+                    ids[at] = {id_}
+                else:
+                    held.add(id_)
+            return sorted(ids)
+        data = text[start:cut].encode("utf-8", "replace")
+        self._database.scan(data, match_event_handler=_note_id_end, context=found)
+        if not found:
             return []
         rfind = data.rfind
-        starts = sorted({rfind(b"\n", 0, end) + 1 for end in ends})
-        return starts if ascii_only else _char_offsets(data, starts)
+        starts = sorted({rfind(b"\n", 0, end) + 1 for _, end in found})
+        return [start + at for at in _char_offsets(data, starts)]
+
+    def present_at(self, start: int, line: str) -> list[str]:
+        """`present(line)` for the line at `start` of the text `line_starts` was last given, from
+        what that search found there."""
+        ids = self.ids.get(start)
+        if ids is None:
+            return self.present(line)
+        count = len(self.literals)
+        return [self.literals[i] for i in sorted(ids) if i < count]
 
     def present(self, line: str) -> list[str]:
         ids: set[int] = set()
@@ -253,24 +283,40 @@ class HyperscanFinder:
     def backwards(self, text: str, end: int) -> Iterator[int]:
         longest = max(self._lengths, default=1)
         top, size = end, _BACK_WINDOW
+        encoded = _ascii_bytes(text)
         while top > 0:
             low = max(0, top - size)
             # Scanned up to `longest` past the window's top, so an occurrence straddling it is
             # found; only occurrences beginning inside the window are given here.
-            window = text[low:min(end, top + longest - 1)]
-            if not window.isascii():  # offsets in bytes are not offsets in text: the slow way
+            high = min(end, top + longest - 1)
+            if encoded is not None:
+                window: bytes | memoryview = memoryview(encoded)[low:high]  # no copy
+            elif (piece := text[low:high]).isascii():
+                window = piece.encode("ascii")
+            else:  # offsets in bytes are not offsets in text: the slow way
                 yield from _rfind_all(text, self.literals, end, top)
                 return
             found: list[tuple[int, int]] = []
-            self._database.scan(window.encode("ascii"), match_event_handler=_note_id_end, context=found)
+            self._database.scan(window, match_event_handler=_note_id_end, context=found)
             count = len(self.literals)
             starts = {low + e - self._lengths[i] for i, e in found if i < count}
             yield from sorted((s for s in starts if s < top), reverse=True)
             top, size = low, size * _BACK_GROWTH
 
 
-def _note_end(_id: int, _start: int, end: int, _flags: int, ends: list[int]) -> None:
-    ends.append(end)
+# The last text searched, and its bytes where it is ASCII (offsets in bytes are then offsets in
+# text): the scanner searches each buffer a window at a time, forwards and backwards. (One tuple,
+# read and replaced whole: a thread never gets another text's bytes.)
+_ENCODED: list[tuple[str, bytes | None]] = [("", b"")]
+
+
+def _ascii_bytes(text: str) -> bytes | None:
+    kept, encoded = _ENCODED[0]
+    if kept is text:
+        return encoded
+    encoded = text.encode("ascii") if text.isascii() else None
+    _ENCODED[0] = (text, encoded)
+    return encoded
 
 
 def _note_id(id_: int, _start: int, _end: int, _flags: int, ids: set[int]) -> None:

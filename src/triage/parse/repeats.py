@@ -26,7 +26,8 @@ the rules. So, per source, where events are produced:
 Lines that differ in more than time (a counter in the message: a SeqNum, a retry count) are other
 events: they are kept one by one, in time linear in their number. Both memories are bounded: past
 their size, lines and events are simply not folded any more. What a log without repeats pays is
-kept small: a line that ends unlike every remembered one is no copy (its last characters tell,
+kept small: a line is remembered only once a line of its length came before, a line that ends
+unlike every remembered one is no copy (its last characters tell,
 before its stamps are looked for), and the stamps of the lines after a remembered one are blanked
 only once a copy of it comes.
 """
@@ -84,12 +85,21 @@ class Repeats:
         # that ends otherwise is no copy, without being taken apart. None: some stamp was.
         self.tails: set[str] | None = set()
         self._last: _Split | None = None  # the last line taken apart
+        # The lengths of the lines met: a line is remembered only once one of its length came
+        # before (a copy, stamps and all, is as long), so most lines of a log without repeats are
+        # never taken apart. Its copies are counted on it from the third on; the second is tried
+        # in full, which gives the same events.
+        self.met: set[int] = set()
+        # What `again` counted the last line on, where that line was the remembered one as written
+        # (the same text, the same lines after it): its copies that follow may be counted in bulk.
+        self.exact: tuple[_Line, list[Event], float | None] | None = None
 
     def again(self, line: str, line_no: int, start: int, handled: set[int], end: int,
               context: Callable[[int], str | None]) -> bool:
         """Count a copy of a remembered line on its events; False when the line is not known.
 
         `context(end)` gives the text of the lines after it, for a line remembered with them."""
+        self.exact = None
         if self.frozen or not self.size or (self.tails is not None and line[-_TAIL:] not in self.tails):
             return False
         masked, pieces, *_ = self._split.get(line) or self._stamps(line)
@@ -103,7 +113,8 @@ class Repeats:
             known = by_context.get(self._unstamped(text))
         if known is None:
             return False
-        if known.line == line and known.after == after:
+        exact = known.line == line and known.after == after
+        if exact:
             stamp = known.stamp  # the very same text: the same time
         elif known.seen and not known.varies and known.clock is not None and known.clock < len(pieces):
             stamp = stamp_time(pieces[known.clock]) if known.clock >= 0 else None
@@ -122,14 +133,34 @@ class Repeats:
                 return True
             if firsts:
                 handled.add(start)
+        when = stamp[0] if stamp else None
         for first in firsts:
-            _count(first, 1, line_no, stamp[0] if stamp else first.time)
+            _count(first, 1, line_no, when if when is not None else first.time)
+        if exact:
+            self.exact = (known, firsts, when)
         return True
+
+    def exact_after(self) -> str | bool:
+        """The lines after it that the line just counted exactly was remembered with (False: none)."""
+        assert self.exact is not None  # noqa: S101
+        return self.exact[0].after
+
+    def count_copies(self, copies: int, line_no: int) -> None:
+        """Count `copies` more copies, as written, of the line `again` just counted exactly (see
+        `exact`), the last one on line `line_no`: each would be counted so, one by one."""
+        assert self.exact is not None  # noqa: S101
+        _, firsts, when = self.exact
+        for first in firsts:
+            _count(first, copies, line_no, when if when is not None else first.time)
 
     def remember(self, line: str, events: list[Event], open_world: bool, after: str | bool) -> None:
         """Note a line whose events its text decides, with the text of the lines after it where
         that mattered (see the module's doc)."""
         if self.frozen:
+            return
+        if len(line) not in self.met:  # the first line of its length: no copy of it came before
+            if len(self.met) < MAX_LINES:
+                self.met.add(len(line))
             return
         masked, pieces, spans, *_ = self._stamps(line)
         clock = _clock(events, pieces)

@@ -55,9 +55,11 @@ class Matcher:
     finder: LiteralFinder = field(init=False)
     last_line: list[tuple[Rule, LiteralFinder]] = field(init=False)  # `scan: last-line` rules
     max_block: int = field(init=False)
+    _by_literals: dict[tuple[str, ...], list[Rule]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_literal = {}
+        self._by_literals = {}
         # `scan: last-line` rules (progress lines, printed by the thousand) stay out of the
         # forward pass: each chunk is searched backwards for their last match instead.
         self.last_line = [(rule, literal_finder(rule.prefilter, engine=self.engine))
@@ -74,10 +76,21 @@ class Matcher:
 
     def candidates(self, line: str) -> list[Rule]:
         """The rules one of whose literals the line holds."""
-        seen: list[Rule] = []
-        for literal in self.finder.present(line):
-            seen.extend(r for r in self.by_literal[literal] if r not in seen)
-        return seen
+        return self._rules_of(tuple(self.finder.present(line)))
+
+    def candidates_at(self, start: int, line: str) -> list[Rule]:
+        """`candidates(line)` for a line that the finder's last `line_starts` found at `start`."""
+        return self._rules_of(tuple(self.finder.present_at(start, line)))
+
+    def _rules_of(self, literals: tuple[str, ...]) -> list[Rule]:
+        rules = self._by_literals.get(literals)
+        if rules is None:
+            rules = []
+            for literal in literals:
+                rules.extend(r for r in self.by_literal[literal] if r not in rules)
+            if len(self._by_literals) < 4096:
+                self._by_literals[literals] = rules
+        return list(rules)
 
 
 @dataclass
@@ -86,11 +99,19 @@ class RegexBudget:
 
     limit: float = field(default_factory=lambda: REGEX_BUDGET_S)
     spent: float = 0.0
+    # Searches are timed by the wall clock (cheap), but a budget runs out only once this process
+    # has spent as much CPU time since the source began: on a busy machine the wall clock runs
+    # ahead of the work, and a file would lose rules by chance.
+    cpu_began: float = field(default_factory=time.process_time)
+    check_at: float = -1.0  # `spent` past which the CPU time is looked at (first: the limit)
     by_rule: dict[str, float] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     line: int = 0  # the line being scanned
     exceeded_at: int | None = None
     timeouts: int = 0  # searches cut by MATCH_TIMEOUT_S: they decided nothing
+
+    def __post_init__(self) -> None:
+        self.check_at = self.limit
 
     def search(self, rule: Rule, pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
         if rule.id in self.dropped:
@@ -105,8 +126,13 @@ class RegexBudget:
             took = time.perf_counter() - began
             self.spent += took
             self.by_rule[rule.id] = self.by_rule.get(rule.id, 0.0) + took
-            if self.spent > self.limit:
-                self._drop()
+            if self.spent > self.check_at:
+                cpu = time.process_time() - self.cpu_began
+                if cpu >= self.limit:
+                    self._drop()
+                    self.check_at = self.limit
+                else:  # it cannot have spent the rest in less wall time than that
+                    self.check_at = self.spent + self.limit - cpu
 
     def _drop(self) -> None:
         heavy = {r for r, t in self.by_rule.items() if t >= self.limit * _HEAVY_SHARE} - self.dropped
@@ -268,40 +294,95 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
             last = buffer.find("\n", last + 1)
         return buffer[end + 1:last]
 
-    for start in matcher.finder.line_starts(buffer, cut):
-        end = buffer.find("\n", start)
-        if end < 0:
-            end = len(buffer)
-        line = buffer[start:end][:MAX_LINE]
-        line_no += buffer.count("\n", counted_to, start)
-        counted_to = start
-        if repeats.again(line, line_no, start, handled, end, context):
-            continue
-        rules = matcher.candidates(line)
-        if budget is not None:
-            budget.line = line_no  # where the budget ran out, if it does here
-        if end + 1 > tail and _needs_following(rules, line):
-            return start, events, line_no - first_line
-        peeled = peel(line)
-        timeouts = budget.timeouts if budget is not None else 0
-        decided: list[str] = []  # per rule: what decided it (see _match_line)
-        found = (_match_line(rules, source, base, buffer, start, end, line_no, handled, peeled, decided)
-                 if rules else [])
-        if budget is not None and budget.timeouts != timeouts:
-            decided.append("near")  # a search cut short decided nothing: not remembered
-        if found and "near" not in decided:
-            _remember(repeats, line, found, False, context(end) if "next" in decided else False)
-        elif not found and start not in handled:
-            alone: list[bool] = []
-            opened = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled,
-                                 cut, ended, alone)
-            if opened is None:  # a traceback whose last line is not in the buffer yet
+    # The candidate lines are found a window at a time, the first one small: where a crash loop's
+    # copies are counted in bulk (`_count_copies`), the window they fill is the only one searched.
+    pos, window, resume = 0, _FIRST_WINDOW, 0
+    while pos < cut:
+        high = cut if cut - pos <= window else buffer.find("\n", pos + window - 1) + 1
+        for start in matcher.finder.line_starts(buffer, high, pos):
+            if start < resume:
+                continue  # one of the copies counted in bulk
+            end = buffer.find("\n", start)
+            if end < 0:
+                end = len(buffer)
+            line = buffer[start:end][:MAX_LINE]
+            line_no += buffer.count("\n", counted_to, start)
+            counted_to = start
+            if repeats.again(line, line_no, start, handled, end, context):
+                if repeats.exact is not None:
+                    resume = _count_copies(repeats, buffer, line, end, cut, handled, line_no)
+                    if resume > end + 1:  # so many lines of one width: their newlines need no count
+                        line_no += (resume - end - 1) // (end - start + 1) + 1
+                        counted_to = resume
+                continue
+            rules = (matcher.candidates_at(start, line) if end - start <= MAX_LINE
+                     else matcher.candidates(line))
+            if budget is not None:
+                budget.line = line_no  # where the budget ran out, if it does here
+            if end + 1 > tail and _needs_following(rules, line):
                 return start, events, line_no - first_line
-            if alone and "near" not in decided:
-                _remember(repeats, line, opened, True, context(end) if decided else False)
-            found = opened
-        events.extend(repeats.fold(found))  # a copy of an earlier event is counted on it
+            peeled = peel(line)
+            timeouts = budget.timeouts if budget is not None else 0
+            decided: list[str] = []  # per rule: what decided it (see _match_line)
+            found = (_match_line(rules, source, base, buffer, start, end, line_no, handled, peeled, decided)
+                     if rules else [])
+            if budget is not None and budget.timeouts != timeouts:
+                decided.append("near")  # a search cut short decided nothing: not remembered
+            if found and "near" not in decided:
+                _remember(repeats, line, found, False, context(end) if "next" in decided else False)
+            elif not found and start not in handled:
+                alone: list[bool] = []
+                opened = _open_world(matcher, source, base, buffer, start, end, line_no, handled, peeled,
+                                     cut, ended, alone)
+                if opened is None:  # a traceback whose last line is not in the buffer yet
+                    return start, events, line_no - first_line
+                if alone and "near" not in decided:
+                    _remember(repeats, line, opened, True, context(end) if decided else False)
+                found = opened
+            events.extend(repeats.fold(found))  # a copy of an earlier event is counted on it
+        pos, window = max(high, resume), window * _WINDOW_GROWTH
     return cut, events, line_no - first_line + buffer.count("\n", counted_to, cut)
+
+
+_FIRST_WINDOW = 16 << 10  # characters searched for candidate lines first; each next window 8 times more
+_WINDOW_GROWTH = 8
+
+
+def _count_copies(repeats: Repeats, buffer: str, line: str, end: int, cut: int, handled: set[int],
+                  line_no: int) -> int:
+    """Count in bulk the copies, byte for byte, that follow a line just counted as a copy of a
+    remembered one (`Repeats.again`); return where the ones counted end.
+
+    Each would be counted alone the same way: the same text, and (for a line remembered with the
+    lines after it) the same lines after it, which holds for all but the last _JOIN_LINES copies
+    of the run. Compared in C, so a crash loop costs no Python per line."""
+    block = line + "\n"
+    if len(line) >= MAX_LINE or buffer[end:end + 1] != "\n":
+        return end + 1
+    after = repeats.exact_after()
+    spare = 0 if after is False else _JOIN_LINES
+    if spare and after != "\n".join([line] * _JOIN_LINES):
+        return end + 1
+    width, at = len(block), end + 1
+    copies, step = 0, 1
+    room = (cut - at) // width
+    while copies < room:
+        step = min(step, room - copies)
+        if buffer.startswith(block * step, at + copies * width):
+            copies += step
+            step *= 2
+        elif step == 1:
+            break
+        else:
+            step = 1
+    counted = copies - spare
+    if counted <= 0:
+        return end + 1
+    stop = at + counted * width
+    if any(at <= h < stop for h in handled):
+        return end + 1  # a line another line's record consumed: counted one by one
+    repeats.count_copies(counted, line_no + counted)
+    return stop
 
 
 _LAST_LINE_TRIES = 64  # lines holding a literal but not matching, tried before giving up
