@@ -214,7 +214,7 @@ def _torchrun_once(tmp_path: Path, agents: int, nproc: int, args: tuple[str, ...
             return None
     elapsed = time.monotonic() - started
     codes = [p.returncode for p in procs]
-    return Job(max(codes, key=abs), outputs[0], outputs, elapsed, cwds, wait_gone(mark, within=5.0))
+    return Job(max(codes, key=abs), outputs[0], outputs, elapsed, cwds, wait_gone(mark, within=30.0))
 
 
 def _could_not_host(console: str, port: int) -> bool:

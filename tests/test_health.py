@@ -340,7 +340,7 @@ def _job(tmp_path: Path, scenario: str, *, watch: Callable[[Path], bool] | None 
             if p.poll() is None:
                 p.kill()
         console = "\n".join(p.communicate()[0] for p in procs)
-        left = wait_gone(mark, within=5.0)
+        left = wait_gone(mark, within=30.0)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     assert left == [], f"processes left behind: {left}"
