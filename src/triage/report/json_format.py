@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from triage.config import build_config
 from triage.model import Culprit, Decision, Event, Evidence, Hypothesis, Report, Unexplained
 from triage.progress import Op, RankProgress, build_progress, describe
+from triage.report import indented_json
 from triage.report.views import ReportView, repeated
 from triage.unexplained import format_time, rule_command
 
@@ -173,7 +174,7 @@ def _first_event(events: list[Any]) -> dict[str, Any] | None:
 def write(report: Report, out: TextIO) -> None:
     # One string, one write: json.dump writes piece by piece, a system call each where stdout is
     # unbuffered (PYTHONUNBUFFERED=1, common in CI images): 290,000 of them for a 1,024-rank job.
-    out.write(json.dumps(to_dict(report), indent=2, ensure_ascii=False) + "\n")
+    out.write(indented_json.dumps(to_dict(report)) + "\n")
 
 
 class JsonFormat:

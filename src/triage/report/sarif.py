@@ -10,11 +10,11 @@ its input is a failed `invocation` with a `toolExecutionNotification`.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 from urllib.parse import quote
 
 from triage.model import RuleDoc, Status
+from triage.report import indented_json
 from triage.report.json_format import decision_dict
 from triage.report.views import Finding, ReportView
 
@@ -84,7 +84,7 @@ def document(view: ReportView) -> dict[str, Any]:
 
 
 def _dump(doc: dict[str, Any], out: TextIO) -> None:
-    out.write(json.dumps(doc, indent=2, ensure_ascii=False))  # one write (see json_format.write)
+    out.write(indented_json.dumps(doc))  # one write (see json_format.write)
     out.write("\n")
 
 
