@@ -505,7 +505,8 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    _register_repro()
+    if sys.argv[1:2] != ["analyze"]:  # `repro` and its torch-side options cost analyze ~30 ms to import
+        _register_repro()
     try:
         code = app(prog_name="triage", standalone_mode=False)
     except typer.Exit as done:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ def _registry() -> dict[str, Formatter]:
     if tuple(registry) != FORMATS + SCHEDULER_FORMATS:
         raise RuntimeError(f"FORMATS {FORMATS + SCHEDULER_FORMATS} does not name the registry's formats "
                            f"{tuple(registry)}")
+    if any(formatter(name) is not found for name, found in registry.items()):
+        raise RuntimeError("_MODULES does not name the module of every format in the registry")
     return registry
 
 
@@ -49,10 +52,24 @@ class UnknownFormat(ValueError):
     pass
 
 
+# The module of each format: `formatter` imports only the one asked for (the html and terminal
+# formatters alone take longer to import than a small job takes to analyze).
+_MODULES = {"terminal": "terminal", "json": "json_format", "markdown": "markdown", "github": "github",
+            "junit": "junit", "sarif": "sarif", "html": "html", **dict.fromkeys(SCHEDULER_FORMATS, "scheduler")}
+
+
+def is_format(name: str) -> bool:
+    return name in _MODULES
+
+
 def formatter(name: str) -> Formatter:
-    if name not in _registry():
+    module_name = _MODULES.get(name)
+    if module_name is None:
         raise UnknownFormat(f"unknown format {name!r}; choose one of {', '.join(FORMATS + SCHEDULER_FORMATS)}")
-    return _registry()[name]
+    module = importlib.import_module(f"triage.report.{module_name}")
+    found: Formatter = next(f for f in getattr(module, "FORMATTERS", ()) if f.name == name) \
+        if module_name == "scheduler" else module.FORMATTER
+    return found
 
 
 def render(report: Report, fmt: str, out: TextIO, *, color: bool | None = None) -> None:

@@ -4,7 +4,8 @@ A formatter lays out a `ReportView` (views.py derives it once from the Report) a
 the analysis failed, so a CI step gets each report file it asked for even when the input was bad.
 To add a format: write its module `report/<name>.py` with a `FORMATTER`; then, in `report/__init__.py`,
 add its name to `FORMATS` and its module to the import list and the tuple in `_registry()`, in the
-same place in both (`_registry()` refuses to build when the two orders differ).
+same place in both (`_registry()` refuses to build when the two orders differ), and its module to
+`_MODULES` (what `formatter()` imports; `_registry()` checks that too).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from triage.model import Report
-from triage.report import FORMATS, REGISTRY, SCHEDULER_FORMATS, formatter, github
+from triage.report import FORMATS, SCHEDULER_FORMATS, formatter, is_format
 from triage.report.views import build
 
 
@@ -34,14 +34,14 @@ def plan(fmt: str | None, specs: Sequence[str], *, quiet: bool = False) -> list[
 
     With `--quiet` and files to write, stdout gets a report only when `--format` was given.
     """
-    if fmt is not None and fmt not in REGISTRY:
+    if fmt is not None and not is_format(fmt):
         raise OutputError(f"--format must be one of {', '.join(FORMATS + SCHEDULER_FORMATS)}, not {fmt!r}")
     stdout_fmt = fmt or "terminal"
     files: list[Output] = []
     bare = False  # a plain `--output PATH`: the --format output goes there instead of stdout
     for spec in specs:
         name, sep, path = spec.partition("=")
-        if sep and name in REGISTRY:
+        if sep and is_format(name):
             if not path:
                 raise OutputError(f"--output {spec}: no file name after {name}=")
             files.append(Output(name, Path(path)))
@@ -67,6 +67,8 @@ def write_report(report: Report, outputs: Sequence[Output], *, stdout: TextIO | 
         with open(output.path, "w", encoding="utf-8", errors="backslashreplace") as out:
             formatter(output.fmt).write(view, out, color=False)
     if any(o.fmt == "github" for o in outputs):
+        from triage.report import github
+
         github.append_step_summary(view)
 
 
@@ -83,4 +85,6 @@ def write_error(message: str, version: str, outputs: Sequence[Output]) -> None:
         except OSError:
             continue
     if any(o.fmt == "github" for o in outputs):
+        from triage.report import github
+
         github.append_step_summary_error(message, version)
