@@ -29,7 +29,7 @@ from collections import Counter
 
 from triage.diagnose.context import Context, minority
 from triage.diagnose.principles.principle import Principle
-from triage.model import Category, Culprit, Evidence, Hypothesis, Phase
+from triage.model import Category, Culprit, Evidence, Hypothesis, MemberEvidence, Phase, Stance
 from triage.progress import GroupProgress, Op, Progress, RankProgress, clock, describe
 from triage.ranks import fmt_ranks
 
@@ -277,6 +277,7 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
     default = next((g for g in groups if g.default), None)
     ends = {default.by_rank[r].reached for r in default.dumped} if default else set()
     if missing and default is not None and len(ends) == 1 and len(default.dumped) >= 2:
+        end = next(iter(ends))  # the one collective every dump ends at (read once: ranks share it)
         last = next((p.last_done for r in default.dumped if (p := default.by_rank[r]).last_done), None)
         at = f" ({last.label})" if last else ""
         return Hypothesis(
@@ -284,7 +285,7 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
             phase=_phase(default, last.seq if last else None),
             culprits=[Culprit(kind="rank", rank=r, host=ctx.host_of(r),
                               reason=f"left no flight-recorder dump; every rank that left one stopped at collective "
-                                     f"{ends.pop()}{at} of the default group",
+                                     f"{end}{at} of the default group",
                               evidence=[last.evidence] if last else []) for r in missing],
             reasoning=f"The flight-recorder dumps of rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} all end "
                       f"at the same collective{at} with nothing in flight (gloo counts a work that failed, such as "
@@ -294,7 +295,7 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
                       "the dumps do not show the others waiting on it.")
     return Hypothesis(
         name="fr-nothing-in-flight", score=QUIET_SCORE, category=Category.HUNG_PROCESS, phase=Phase.UNKNOWN,
-        culprits=[],
+        culprits=[], shows_failure=not _completed(ctx, prog, groups, missing),
         reasoning=f"The flight-recorder dumps of rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} show nothing "
                   "in flight in any process group: every collective each rank enqueued completed. If the job "
                   "hung, it hung outside the recorded collectives"
@@ -304,6 +305,21 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
 
 
 _NONE = Op(None, False, "", "", "", "", None, None, [], Evidence("", 0, ""))
+
+
+def _completed(ctx: Context, prog: Progress, groups: list[GroupProgress], missing: list[int]) -> bool:
+    """Dumps that show a job that did its work: every rank left one, in every group every member
+    ended at the same collective with nothing in flight, and every rank has a log of its own to say
+    whether it failed. Dumps alone cannot tell that from a point-to-point hang, which gloo does not
+    record (P2P_NOTE): the logs can (a hang's ranks time out)."""
+    if missing or not ctx.expected:
+        return False
+    if any(len({g.by_rank[r].reached for r in g.dumped}) > 1 for g in groups):
+        return False
+    dumps = {ev.source for ev in prog.dumps.values()}
+    logged = {e.rank for e in ctx.job.events if e.rank is not None and e.evidence.source not in dumps
+              and e.family != "fr"}
+    return set(ctx.expected) <= logged
 
 
 # ------------------------------------------------------------------------------------------
@@ -325,8 +341,42 @@ def remark(ctx: Context, winner: Hypothesis | None, own: Hypothesis | None) -> s
             f"{fmt_ranks(sorted(mine))} ({own.name}: {own.reasoning})")
 
 
+def member_evidence(ctx: Context) -> list[MemberEvidence]:
+    """What the dumps say of each member, whoever the candidate names: a member with work in flight in
+    a group where another member is behind it, or left no dump, waited on that member (it is cleared of
+    having stopped; its own logged failure, if any, still counts); a member that completed more of a
+    group than a peer got further than it."""
+    prog = ctx.job.progress
+    if not prog.has_dumps:
+        return []
+    items: list[MemberEvidence] = []
+    cleared: set[int] = set()
+    for group in sorted((g for g in prog.groups.values() if g.dumped), key=lambda g: (not g.default, g.key)):
+        members = _members(ctx, group)
+        no_dump = [r for r in members if r not in prog.dumps and r not in group.dumped]
+        for r in group.dumped:
+            p = group.by_rank[r]
+            if r in cleared or not p.waiting or p.oldest is None:
+                continue
+            behind = [o for o in group.dumped if o != r and group.by_rank[o].idle
+                      and (group.by_rank[o].reached or 0) < (p.reached or 0)]
+            if not behind and not no_dump:
+                continue
+            them = behind or no_dump
+            many = len(them) > 1
+            why = ("were" if many else "was") + " behind it" if behind else "left no dump"
+            cleared.add(r)
+            items.append(MemberEvidence(
+                kind="rank", rank=r, host=ctx.host_of(r), stance=Stance.AGAINST, source="fr-dumps",
+                weight=STALLED_SCORE, clears=True, citation=p.oldest.evidence,
+                fact=f"waited in {p.oldest.label} of {group.label} with it in flight (enqueued, not completed) while "
+                     f"rank{'s' if many else ''} {fmt_ranks(them)} {why}: it waited on {'them' if many else 'it'}"))
+    return items
+
+
 PRINCIPLE = Principle(
     name="fr-dumps", emits=NAMES, run=fr_dumps, fails_without_logged_failure=True, remark=remark,
+    evidence=member_evidence,
     summary="Flight-recorder dumps, per process group aligned by sequence number: a different op, size or dtype "
             "at one sequence number names the odd rank by majority (`fr-mismatch`); in the group that stalled "
             "first, a member with nothing in flight behind the members that wait stopped on the CPU side "
