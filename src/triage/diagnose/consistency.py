@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.diagnose.context import Context
-from triage.model import Culprit, Hypothesis, MemberEvidence, Stance
+from triage.model import Category, Culprit, Hypothesis, MemberEvidence, Stance
 from triage.ranks import fmt_ranks
 
 # How many cleared ranks a candidate's reasoning cites one by one.
@@ -48,8 +48,8 @@ def contested(winner: Hypothesis, dropped: list[Hypothesis], members: list[Membe
               cleared: dict[int, MemberEvidence]) -> str | None:
     """A conflict no fact settles: a source cleared every culprit of a candidate, and the one left
     names a rank that another source shows waiting itself. Both readings, and what would settle them."""
-    if not dropped:
-        return None
+    if not dropped or winner.category is not Category.HUNG_PROCESS:
+        return None  # (only a rank said to have stopped is contradicted by its waiting)
     ranks = sorted(c.rank for c in winner.culprits if c.kind == "rank" and c.rank is not None)
     against = [m for m in members if m.rank in ranks and m.stance is Stance.AGAINST and m.source != winner.name]
     if not against:

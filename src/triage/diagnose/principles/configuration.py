@@ -147,7 +147,8 @@ def world_mismatch(ctx: Context) -> Hypothesis | None:
     if not waits:
         return None
     ghosts = sorted({n for es in waits.values() for e in es for n in (*e.about, e.peer) if n is not None})
-    done = "; ".join(f"rank {r}" for r in completed[:COMPLETED_SHOWN])
+    done = f"rank{'s' if len(completed) > 1 else ''} {fmt_ranks(completed[:COMPLETED_SHOWN])}" + (
+        " …" if len(completed) > COMPLETED_SHOWN else "")
     culprits = [Culprit(kind="rank", rank=r, host=ctx.host_of(r),
                         reason=f"waited at init for rank{'s' if len(ghosts) > 1 else ''} {fmt_ranks(ghosts)}, "
                                f"beyond the world rank{'s' if len(completed) > 1 else ''} {fmt_ranks(completed)} "

@@ -55,11 +55,11 @@ def fr_dumps(ctx: Context) -> Hypothesis | None:
     groups = [g for g in prog.groups.values() if g.dumped]
     if found := _mismatch(ctx, groups):
         return found
-    stalled = sorted((g for g in groups if any(g.by_rank[r].waiting for r in g.dumped)),
+    stalled = sorted((g for g in groups if any(_waits(g, r) for r in g.dumped)),
                      key=lambda g: (g.stalled_since() or float("inf"), not g.default, g.key))
     if not stalled:
         return _quiet(ctx, prog, groups)
-    waits_in = {r: g for g in reversed(stalled) for r in g.dumped if g.by_rank[r].waiting}
+    waits_in = {r: g for g in reversed(stalled) for r in g.dumped if _waits(g, r)}
     lead: Hypothesis | None = None
     for i, group in enumerate(stalled):
         found = _stall(ctx, prog, group, waits_in)
@@ -139,7 +139,9 @@ def _op_at(p: RankProgress, seq: int) -> Op | None:
 
 
 def _dump_ev(p: RankProgress) -> list[Evidence]:
-    return [p.dump] if p.dump else []
+    """The dump as a whole, where its entries give nothing to cite: only as a line a reader can open
+    (the parser's dump- and group-level events stand at line 0, the file as a whole)."""
+    return [p.dump] if p.dump and p.dump.line >= 1 else []
 
 
 def _phase(group: GroupProgress, seq: int | None) -> Phase:
@@ -150,6 +152,26 @@ def _phase(group: GroupProgress, seq: int | None) -> Phase:
 
 # ------------------------------------------------------------------------------------------
 # A stall
+
+# Collectives that complete on one member only once every member has joined: a peer that completed
+# one shows that the others' copy, still in flight in their dumps, was joined too (the dump caught
+# them before they marked it done). Rooted ones (broadcast, reduce, gather, scatter) may complete
+# on one member before the others.
+_JOINED_BY_ALL = ("all_reduce", "allreduce", "barrier", "all_gather", "allgather", "reduce_scatter",
+                  "all_to_all", "alltoall")
+
+
+def _waits(group: GroupProgress, rank: int) -> bool:
+    """The member has work in flight that no peer's dump shows finished."""
+    p = group.by_rank[rank]
+    if not p.waiting:
+        return False
+    o = p.oldest
+    if o is None or o.seq is None or o.p2p or not any(k in o.op.lower() for k in _JOINED_BY_ALL):
+        return True
+    return not any((d := group.by_rank[r].last_done) is not None and not d.p2p and d.seq is not None and d.seq >= o.seq
+                   for r in group.dumped if r != rank)
+
 
 
 def _members(ctx: Context, group: GroupProgress) -> list[int]:
@@ -164,7 +186,7 @@ def _members(ctx: Context, group: GroupProgress) -> list[int]:
 
 def _stall(ctx: Context, prog: Progress, group: GroupProgress,
            waits_in: dict[int, GroupProgress]) -> Hypothesis | None:
-    waiting = [r for r in group.dumped if group.by_rank[r].waiting]
+    waiting = [r for r in group.dumped if _waits(group, r)]
     if not waiting:
         return None
     target = Counter((o.label, o.seq) for r in waiting if (o := group.by_rank[r].oldest) is not None)
@@ -293,9 +315,16 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
                       f"{fmt_ranks(missing)} left no dump: a process that died writes none, so "
                       f"{'they are' if len(missing) > 1 else 'it is'} the likeliest cause. Weaker than a wait: "
                       "the dumps do not show the others waiting on it.")
+    if _completed(prog, groups, missing):
+        return Hypothesis(
+            name="fr-nothing-in-flight", score=QUIET_SCORE, category=Category.HUNG_PROCESS, phase=Phase.UNKNOWN,
+            culprits=[], shows_failure=False,
+            reasoning=f"The flight-recorder dumps of every rank ({fmt_ranks(ranks)}) show the work completed: in each "
+                      "process group every member ended at the same collective with nothing in flight, and ran no "
+                      "op the dumps do not record.")
     return Hypothesis(
         name="fr-nothing-in-flight", score=QUIET_SCORE, category=Category.HUNG_PROCESS, phase=Phase.UNKNOWN,
-        culprits=[], shows_failure=not _completed(ctx, prog, groups, missing),
+        culprits=[],
         reasoning=f"The flight-recorder dumps of rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} show nothing "
                   "in flight in any process group: every collective each rank enqueued completed. If the job "
                   "hung, it hung outside the recorded collectives"
@@ -307,19 +336,20 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
 _NONE = Op(None, False, "", "", "", "", None, None, [], Evidence("", 0, ""))
 
 
-def _completed(ctx: Context, prog: Progress, groups: list[GroupProgress], missing: list[int]) -> bool:
-    """Dumps that show a job that did its work: every rank left one, in every group every member
-    ended at the same collective with nothing in flight, and every rank has a log of its own to say
-    whether it failed. Dumps alone cannot tell that from a point-to-point hang, which gloo does not
-    record (P2P_NOTE): the logs can (a hang's ranks time out)."""
-    if missing or not ctx.expected:
+def _completed(prog: Progress, groups: list[GroupProgress], missing: list[int]) -> bool:
+    """Dumps that show a job that did its work: every rank left one, and in every group every member
+    ended at the same collective with nothing in flight and ran no op the entries do not hold. gloo
+    counts its sends and recvs in the group's status but records no entry for them (P2P_NOTE): a
+    status ahead of the last collective's number means P2P ops ran, and a P2P hang cannot be ruled out."""
+    if missing or not prog.dumps:
         return False
-    if any(len({g.by_rank[r].reached for r in g.dumped}) > 1 for g in groups):
-        return False
-    dumps = {ev.source for ev in prog.dumps.values()}
-    logged = {e.rank for e in ctx.job.events if e.rank is not None and e.evidence.source not in dumps
-              and e.family != "fr"}
-    return set(ctx.expected) <= logged
+    for g in groups:
+        if len({g.by_rank[r].reached for r in g.dumped}) > 1:
+            return False
+        if any((p := g.by_rank[r]).enqueued is None or p.last_seq is None or p.enqueued > p.last_seq
+               for r in g.dumped):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------
@@ -356,7 +386,7 @@ def member_evidence(ctx: Context) -> list[MemberEvidence]:
         no_dump = [r for r in members if r not in prog.dumps and r not in group.dumped]
         for r in group.dumped:
             p = group.by_rank[r]
-            if r in cleared or not p.waiting or p.oldest is None:
+            if r in cleared or not _waits(group, r) or p.oldest is None:
                 continue
             behind = [o for o in group.dumped if o != r and group.by_rank[o].idle
                       and (group.by_rank[o].reached or 0) < (p.reached or 0)]
