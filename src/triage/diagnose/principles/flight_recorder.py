@@ -55,11 +55,11 @@ def fr_dumps(ctx: Context) -> Hypothesis | None:
     groups = [g for g in prog.groups.values() if g.dumped]
     if found := _mismatch(ctx, groups):
         return found
-    stalled = sorted((g for g in groups if any(_waits(g, r) for r in g.dumped)),
+    stalled = sorted((g for g in groups if any(_waits(ctx, g, r) for r in g.dumped)),
                      key=lambda g: (g.stalled_since() or float("inf"), not g.default, g.key))
     if not stalled:
         return _quiet(ctx, prog, groups)
-    waits_in = {r: g for g in reversed(stalled) for r in g.dumped if _waits(g, r)}
+    waits_in = {r: g for g in reversed(stalled) for r in g.dumped if _waits(ctx, g, r)}
     lead: Hypothesis | None = None
     for i, group in enumerate(stalled):
         found = _stall(ctx, prog, group, waits_in)
@@ -161,11 +161,16 @@ _JOINED_BY_ALL = ("all_reduce", "allreduce", "barrier", "all_gather", "allgather
                   "all_to_all", "alltoall")
 
 
-def _waits(group: GroupProgress, rank: int) -> bool:
-    """The member has work in flight that no peer's dump shows finished."""
+def _waits(ctx: Context, group: GroupProgress, rank: int) -> bool:
+    """The member has work in flight that no peer's dump shows finished. A peer's completion counts
+    only where every member left a dump and a log of its own: gloo counts a work that failed (a peer
+    died, sizes differed) as completed too, and only the logs say whether one failed."""
     p = group.by_rank[rank]
     if not p.waiting:
         return False
+    members = _members(ctx, group)
+    if any(r not in group.dumped for r in members) or not set(members) <= _logged(ctx):
+        return True
     o = p.oldest
     if o is None or o.seq is None or o.p2p or not any(k in o.op.lower() for k in _JOINED_BY_ALL):
         return True
@@ -186,7 +191,7 @@ def _members(ctx: Context, group: GroupProgress) -> list[int]:
 
 def _stall(ctx: Context, prog: Progress, group: GroupProgress,
            waits_in: dict[int, GroupProgress]) -> Hypothesis | None:
-    waiting = [r for r in group.dumped if _waits(group, r)]
+    waiting = [r for r in group.dumped if _waits(ctx, group, r)]
     if not waiting:
         return None
     target = Counter((o.label, o.seq) for r in waiting if (o := group.by_rank[r].oldest) is not None)
@@ -336,6 +341,13 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
 _NONE = Op(None, False, "", "", "", "", None, None, [], Evidence("", 0, ""))
 
 
+def _logged(ctx: Context) -> set[int]:
+    """The ranks with a log of their own besides their dump."""
+    dumps = {ev.source for ev in ctx.job.progress.dumps.values()}
+    return {e.rank for e in ctx.job.events
+            if e.rank is not None and e.family != "fr" and e.evidence.source not in dumps}
+
+
 def _completed(prog: Progress, groups: list[GroupProgress], missing: list[int]) -> bool:
     """Dumps that show a job that did its work: every rank left one, and in every group every member
     ended at the same collective with nothing in flight and ran no op the entries do not hold. gloo
@@ -386,7 +398,7 @@ def member_evidence(ctx: Context) -> list[MemberEvidence]:
         no_dump = [r for r in members if r not in prog.dumps and r not in group.dumped]
         for r in group.dumped:
             p = group.by_rank[r]
-            if r in cleared or not _waits(group, r) or p.oldest is None:
+            if r in cleared or not _waits(ctx, group, r) or p.oldest is None:
                 continue
             behind = [o for o in group.dumped if o != r and group.by_rank[o].idle
                       and (group.by_rank[o].reached or 0) < (p.reached or 0)]
