@@ -239,6 +239,9 @@ class Hypothesis:
     # Whether it says something failed. A reading of a healthy source (every op of every dump
     # completed, every dump there) is a candidate for the record, not a failure.
     shows_failure: bool = True
+    # The lines that look like a failure which such a reading shows to be none (an unresponsive process
+    # in one RAS snapshot that a later snapshot shows answering again).
+    accounts_for: list[Event] = field(default_factory=list)
 
 
 

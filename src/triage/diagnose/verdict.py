@@ -140,10 +140,11 @@ def _diagnose(job: Job) -> Verdict:
 
 def _weigh(ctx: Context, failed: list[PrincipleFailure]) -> Verdict:
     job, facts = ctx.job, ctx.facts
-    failing = [e for e in job.events if e.kind in _FAILURE_KINDS]
     bad_exits = [e for f in facts.values() for e in f.self_failures if e.kind is Kind.EXIT]
     # Principles that see a failure no log shows run first: with none, nothing failed.
     found = {p.name: isolated(failed, p, p.run, ctx) for p in PRINCIPLES if p.fails_without_logged_failure}
+    resolved = {id(e) for h in found.values() if h is not None and not h.shows_failure for e in h.accounts_for}
+    failing = [e for e in job.events if e.kind in _FAILURE_KINDS and id(e) not in resolved]
     if not failing and not bad_exits and all(h is None or not h.shows_failure for h in found.values()):
         if any(e.kind is Kind.CONSEQUENCE for e in job.events):
             return _inconclusive(ctx, [], ["the job was ended (cancelled, aborted) but no rank "
@@ -157,7 +158,8 @@ def _weigh(ctx: Context, failed: list[PrincipleFailure]) -> Verdict:
         if p.name not in found:
             found[p.name] = isolated(failed, p, p.run, ctx)
     said = [m for p in PRINCIPLES if p.evidence is not None for m in (isolated(failed, p, p.evidence, ctx) or [])]
-    proposed = [h for p in PRINCIPLES if (h := found[p.name]) is not None]
+    # A reading of a healthy source is no candidate: it names no one, and said the job did its work.
+    proposed = [h for p in PRINCIPLES if (h := found[p.name]) is not None and h.shows_failure]
     members = ledger(proposed, said)
     cleared = clearing(ctx, said)
     checked = check(proposed, cleared)
