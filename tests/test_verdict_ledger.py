@@ -123,13 +123,23 @@ def test_every_world_the_same_names_the_rank_that_never_started() -> None:
 
 
 def test_a_clean_run_with_dumps_is_no_failure_and_a_p2p_hang_is_not() -> None:
-    # Case 4, and its near-miss: gloo dumps of a P2P hang look complete, but pg_status counts ops the
-    # entries do not hold (its sends and recvs).
-    for bundle in ("fr-clean", "fr-clean-dumps"):
-        v = analyze([FIX / bundle / "logs"], jobs=1).verdict
-        assert v.status is Status.NO_FAILURE and "show the work completed" in v.reasoning, bundle
+    # Case 4: a clean run's logs and end-of-run dumps (two ranks caught inside the last barrier the
+    # other two completed). Its near-miss: gloo dumps of a P2P hang look complete, but pg_status counts
+    # ops the entries do not hold (its sends and recvs).
+    v = analyze([FIX / "fr-clean" / "logs"], jobs=1).verdict
+    assert v.status is Status.NO_FAILURE and "show the work completed" in v.reasoning
     p2p = analyze([FIX / "fr-p2p-hang-rank2-dumps" / "logs"], jobs=1).verdict
     assert p2p.status is Status.INCONCLUSIVE and "send or recv" in p2p.reasoning
+
+
+def test_dumps_alone_cannot_take_a_failed_work_for_a_finished_one() -> None:
+    # gloo counts a failed work as completed: in the dumps of ranks 0 and 1 of a size mismatch (no
+    # --world-size, so the world reads as {0, 1}), rank 1 "completed" the all-reduce rank 0 still has
+    # in flight. Without the ranks' logs that is no evidence the job finished.
+    v = analyze([FIX / "fr-shape-rank3-dumps-no-culprit" / "logs"], jobs=1).verdict
+    assert v.status is Status.INCONCLUSIVE
+    clean = analyze([FIX / "fr-clean-dumps" / "logs"], jobs=1).verdict  # the same shape, a clean run
+    assert clean.status is Status.INCONCLUSIVE
 
 
 def test_the_ledger_is_in_the_json_report() -> None:
@@ -142,3 +152,21 @@ def test_the_ledger_is_in_the_json_report() -> None:
     assert {(m["rank"], m["stance"]) for m in ledger} >= {(2, "against"), (2, "for"), (3, "for")}
     assert all(m["citation"] for m in ledger if m["rank"] in (2, 3))
     assert doc["verdict"]["failed_principles"] == []
+
+
+def test_two_ras_snapshots_of_one_incident_keep_the_rank_the_first_placed() -> None:
+    # Case 2: NCCL's RAS guide, INCOMPLETE then (60 s later, a file of its own) DEAD. The DEAD snapshot has
+    # no table of communicators; the earlier one placed the missing communicator rank 21 in the job.
+    v = analyze([FIX / "ras-guide-incomplete-then-dead-rank21" / "logs"], jobs=1).verdict
+    assert [(c.kind, c.rank) for c in v.culprits] == [("rank", 21)] and v.phase.value == "execution"
+    assert "after it had stopped answering" in v.culprits[0].reason
+
+
+def test_an_unresponsive_process_that_answers_again_is_no_failure() -> None:
+    # Its near-miss: INCOMPLETE, then a snapshot in which the one communicator runs without an error.
+    v = analyze([FIX / "ras-guide-incomplete-then-healthy" / "logs"], jobs=1).verdict
+    assert v.status is Status.NO_FAILURE and "transient" in v.reasoning
+    # The first snapshot alone is still a lead on rank 21.
+    first = sorted((FIX / "ras-guide-incomplete-then-healthy" / "logs").iterdir())[0]
+    alone = analyze([first], jobs=1).verdict
+    assert alone.status is not Status.NO_FAILURE

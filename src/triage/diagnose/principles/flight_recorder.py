@@ -17,7 +17,16 @@ and the entries still in flight with their times and stacks. Read as an engineer
   (GPU side: a kernel that never completed; network side: a link) — a lead only, with what would
   tell which;
 - nothing in flight anywhere: the dumps show no stalled collective. gloo records no entry for a
-  send or recv, so a P2P hang is invisible in gloo dumps: said, not guessed.
+  send or recv, so a P2P hang is invisible in gloo dumps: said, not guessed. Where every rank left a
+  dump, every group ends at one collective for all its members and the groups' status counts no op
+  the entries do not hold (no P2P), the dumps show completed work: no failure by themselves;
+- a member with a symmetric collective (all-reduce, barrier …) in flight that a peer completed is
+  not waiting (the dump caught it before it marked the op done), where every member left a dump and
+  a log: gloo counts a failed work as completed, and only the logs say whether one failed.
+
+Beside its candidate it says of each member what the dumps show (`member_evidence`): a member with
+work in flight in a group where another member is behind it, or left no dump, waited on that member.
+The verdict clears it of any candidate that names it, unless its own log shows it failing.
 
 The phase: a stall at the first collective of a group (sequence 1, the buffer not wrapped) is
 `operator_load`, later ones `execution`.
@@ -426,4 +435,7 @@ PRINCIPLE = Principle(
             "cascade); a member with no dump while the others wait is the prime suspect (`fr-no-dump`); every "
             "member in flight at one collective is a GPU- or network-side lead (`fr-in-flight-everywhere`); "
             "nothing in flight anywhere is said, with why gloo dumps cannot show a P2P hang "
-            "(`fr-nothing-in-flight`). A stall at a group's first collective is operator_load.")
+            "(`fr-nothing-in-flight`), and is no failure where every rank's dump ends each group at one "
+            "collective with no unrecorded P2P op. A stall at a group's first collective is operator_load. "
+            "Of every member it says whether it waited with work in flight while a peer was behind it or left "
+            "no dump: such a member is cleared of any candidate naming it.")

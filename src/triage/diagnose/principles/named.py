@@ -156,4 +156,6 @@ PRINCIPLE = Principle(
             "Location`), a `triage repro` run. Its word is taken, less the named ranks that were themselves "
             "held up (they reported waiting on a peer, could not reach a negotiation root only its own "
             "server could reach, or logged an error CQE before the heartbeat saw them go). What the named "
-            "rank's own lines say it suffered gives the category, before what the tool says of it.")
+            "rank's own lines say it suffered gives the category, before what the tool says of it. A named rank "
+            "whose own log shows it waiting for store clients that never joined (the store's host, which "
+            "publishes its address only once all have) is cleared.")

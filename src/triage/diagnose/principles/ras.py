@@ -442,5 +442,7 @@ PRINCIPLE = Principle(
             "from is hung or unreachable, more surely when it stays so across snapshots; a rank reporting an "
             "error of its own is named; the minority behind the majority's operation count is the straggler "
             "only when no count moves between snapshots; ranks still initialising in every snapshot never "
-            "finished init. It counts as a failure even when no log shows one, and when another principle "
-            "wins, the verdict says where RAS disagrees.")
+            "finished init. Snapshots of one incident are one timeline: a rank placed by an earlier snapshot "
+            "stays placed, and processes that did not answer, then answer in a last snapshot in which every "
+            "communicator runs without an error, are a transient, no failure. It counts as a failure even when "
+            "no log shows one, and when another principle wins, the verdict says where RAS disagrees.")

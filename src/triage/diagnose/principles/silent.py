@@ -131,4 +131,5 @@ PRINCIPLE = Principle(
             "When only ranks with no log at all are silent, they are named, more weakly. One rank's log with a "
             "world size no line states (only the highest rank seen) makes no rank silent: the ranks it lacks "
             "are a guess from that one file. The reasoning says in which group and collective the waiting "
-            "began.")
+            "began. Of every rank whose log reports the wait itself it says so, a weak fact against it that "
+            "clears no one (in NCCL the rank behind times out too).")
