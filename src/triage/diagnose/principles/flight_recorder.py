@@ -64,14 +64,15 @@ def fr_dumps(ctx: Context) -> Hypothesis | None:
     groups = [g for g in prog.groups.values() if g.dumped]
     if found := _mismatch(ctx, groups):
         return found
-    stalled = sorted((g for g in groups if any(_waits(ctx, g, r) for r in g.dumped)),
+    waits = _waiting(ctx, groups)
+    stalled = sorted((g for g in groups if waits[g.key]),
                      key=lambda g: (g.stalled_since() or float("inf"), not g.default, g.key))
     if not stalled:
         return _quiet(ctx, prog, groups)
-    waits_in = {r: g for g in reversed(stalled) for r in g.dumped if _waits(ctx, g, r)}
+    waits_in = {r: g for g in reversed(stalled) for r in sorted(waits[g.key])}
     lead: Hypothesis | None = None
     for i, group in enumerate(stalled):
-        found = _stall(ctx, prog, group, waits_in)
+        found = _stall(ctx, prog, group, waits_in, sorted(waits[group.key]))
         if found is None:
             continue
         if found.culprits or lead is None:
@@ -170,22 +171,30 @@ _JOINED_BY_ALL = ("all_reduce", "allreduce", "barrier", "all_gather", "allgather
                   "all_to_all", "alltoall")
 
 
-def _waits(ctx: Context, group: GroupProgress, rank: int) -> bool:
-    """The member has work in flight that no peer's dump shows finished. A peer's completion counts
-    only where every member left a dump and a log of its own: gloo counts a work that failed (a peer
-    died, sizes differed) as completed too, and only the logs say whether one failed."""
-    p = group.by_rank[rank]
-    if not p.waiting:
-        return False
-    members = _members(ctx, group)
-    if any(r not in group.dumped for r in members) or not set(members) <= _logged(ctx):
-        return True
-    o = p.oldest
-    if o is None or o.seq is None or o.p2p or not any(k in o.op.lower() for k in _JOINED_BY_ALL):
-        return True
-    return not any((d := group.by_rank[r].last_done) is not None and not d.p2p and d.seq is not None and d.seq >= o.seq
-                   for r in group.dumped if r != rank)
+def _waiting(ctx: Context, groups: list[GroupProgress]) -> dict[str, set[int]]:
+    """Per group, the members with work in flight that no peer's dump shows finished. A peer's
+    completion counts only where every member left a dump and a log of its own: gloo counts a work
+    that failed (a peer died, sizes differed) as completed too, and only the logs say whether one failed."""
+    logged = _logged(ctx)
+    out: dict[str, set[int]] = {}
+    for group in groups:
+        waiting = {r for r in group.dumped if group.by_rank[r].waiting}
+        members = _members(ctx, group)
+        if waiting and all(r in group.by_rank and group.by_rank[r].has_dump for r in members) and set(members) <= logged:
+            # The two furthest collectives completed, with who completed them (a member's own does not count).
+            done = sorted(((d.seq, r) for r in group.dumped
+                           if (d := group.by_rank[r].last_done) is not None and not d.p2p and d.seq is not None),
+                          reverse=True)[:2]
+            waiting = {r for r in waiting if not _joined(group.by_rank[r].oldest, r, done)}
+        out[group.key] = waiting
+    return out
 
+
+def _joined(o: Op | None, rank: int, done: list[tuple[int, int]]) -> bool:
+    """A symmetric collective in flight that a peer completed: every member joined it."""
+    if o is None or o.seq is None or o.p2p or not any(k in o.op.lower() for k in _JOINED_BY_ALL):
+        return False
+    return any(seq >= o.seq for seq, r in done if r != rank)
 
 
 def _members(ctx: Context, group: GroupProgress) -> list[int]:
@@ -199,8 +208,7 @@ def _members(ctx: Context, group: GroupProgress) -> list[int]:
 
 
 def _stall(ctx: Context, prog: Progress, group: GroupProgress,
-           waits_in: dict[int, GroupProgress]) -> Hypothesis | None:
-    waiting = [r for r in group.dumped if _waits(ctx, group, r)]
+           waits_in: dict[int, GroupProgress], waiting: list[int]) -> Hypothesis | None:
     if not waiting:
         return None
     target = Counter((o.label, o.seq) for r in waiting if (o := group.by_rank[r].oldest) is not None)
@@ -402,15 +410,17 @@ def member_evidence(ctx: Context) -> list[MemberEvidence]:
         return []
     items: list[MemberEvidence] = []
     cleared: set[int] = set()
-    for group in sorted((g for g in prog.groups.values() if g.dumped), key=lambda g: (not g.default, g.key)):
+    groups = sorted((g for g in prog.groups.values() if g.dumped), key=lambda g: (not g.default, g.key))
+    waits = _waiting(ctx, groups)
+    for group in groups:
         members = _members(ctx, group)
         no_dump = [r for r in members if r not in prog.dumps and r not in group.dumped]
-        for r in group.dumped:
+        idle = sorted(((group.by_rank[o].reached or 0), o) for o in group.dumped if group.by_rank[o].idle)
+        for r in sorted(waits[group.key]):
             p = group.by_rank[r]
-            if r in cleared or not _waits(ctx, group, r) or p.oldest is None:
+            if r in cleared or p.oldest is None:
                 continue
-            behind = [o for o in group.dumped if o != r and group.by_rank[o].idle
-                      and (group.by_rank[o].reached or 0) < (p.reached or 0)]
+            behind = [o for reached, o in idle if reached < (p.reached or 0)]
             if not behind and not no_dump:
                 continue
             them = behind or no_dump
