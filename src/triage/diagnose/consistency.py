@@ -65,6 +65,33 @@ def contested(winner: Hypothesis, dropped: list[Hypothesis], members: list[Membe
             "or `py-spy dump --pid <pid>` of the ranks still hung.")
 
 
+def unsupported(ctx: Context, winner: Hypothesis, members: list[MemberEvidence], sure: float) -> str | None:
+    """A weak reading of absence (a hung rank: no dump, no line) whose every culprit reports, in its
+    own log, the trouble it met: what ended them is what their lines say, not a silent stop. The
+    culprits' own category, where their lines agree on one, is the lead's."""
+    ranks = sorted(c.rank for c in winner.culprits if c.kind == "rank" and c.rank is not None)
+    if winner.score >= sure or winner.category is not Category.HUNG_PROCESS or not ranks or len(ranks) != len(
+            winner.culprits):
+        return None
+    against = {m.rank: m for m in members if m.rank in ranks and m.stance is Stance.AGAINST and m.source != winner.name}
+    if set(against) != set(ranks):
+        return None
+    # Each culprit's own report names a failure of another kind (a mismatch, a network fault), and they
+    # agree on it; a rank that reported a timeout may still be the one that arrived late.
+    said = [{e.category for e in ctx.facts[r].timeouts + ctx.facts[r].peer_errors if e.category} for r in ranks]
+    kinds = set.union(*said)
+    if not all(said) or len(kinds) != 1 or kinds & {Category.HUNG_PROCESS, Category.UNKNOWN}:
+        return None
+    winner.category = next(iter(kinds))
+    many = len(ranks) > 1
+    return (f"{winner.name} names rank{'s' if many else ''} {fmt_ranks(ranks)} as stopped, but "
+            + "; ".join(f"rank {r} {against[r].fact} ({_cited(against[r])})" for r in ranks[:CLEARED_SHOWN])
+            + f": what ended {'them' if many else 'it'} is a {winner.category.value.replace('_', ' ')} "
+              f"{'their' if many else 'its'} own lines report, and they do not say which rank was odd. What "
+              "would settle it: each rank's flight-recorder dump (the odd rank's shows its own op or size) or "
+              "TORCH_DISTRIBUTED_DEBUG=DETAIL on the next run.")
+
+
 def _cited(item: MemberEvidence) -> str:
     where = item.citation
     return f"{item.source}, {where.source}:{where.line}" if where is not None else item.source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from triage.diagnose.consistency import check, clearing, contested, ledger
+from triage.diagnose.consistency import check, clearing, contested, ledger, unsupported
 from triage.diagnose.context import Context
 from triage.diagnose.facts import rank_facts
 from triage.diagnose.isolation import isolated
@@ -178,7 +178,7 @@ def _weigh(ctx: Context, failed: list[PrincipleFailure]) -> Verdict:
     for p in PRINCIPLES:
         if p.remark is not None and (said_ := isolated(failed, p, p.remark, ctx, winner, found[p.name])):
             winner.reasoning += " " + said_
-    if conflict := contested(winner, checked.dropped, members, cleared):
+    if conflict := contested(winner, checked.dropped, members, cleared) or unsupported(ctx, winner, members, SURE):
         winner.score = min(winner.score, CONFLICT_SCORE)
         winner.reasoning = conflict + " " + winner.reasoning
     if winner.score < CONFIDENT:
