@@ -170,3 +170,11 @@ def test_an_unresponsive_process_that_answers_again_is_no_failure() -> None:
     first = sorted((FIX / "ras-guide-incomplete-then-healthy" / "logs").iterdir())[0]
     alone = analyze([first], jobs=1).verdict
     assert alone.status is not Status.NO_FAILURE
+
+
+def test_ranks_ended_by_a_mismatch_they_report_are_no_silent_stop() -> None:
+    # Case 5's bundle with its logs: ranks 0 and 1 were ended by gloo's size check (both log it) and left
+    # no dump. "Left no dump" (a hang, 0.55) is a reading of absence that their own lines contradict.
+    v = analyze([FIX / "fr-shape-early-rank1" / "logs"], jobs=1).verdict
+    assert v.status is Status.INCONCLUSIVE and v.category.value == "collective_mismatch"
+    assert "do not say which rank was odd" in v.reasoning and "What would settle it" in v.reasoning
