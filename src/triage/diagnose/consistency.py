@@ -9,7 +9,11 @@ a rank outside the world the others agree on). Read together, per member:
 - a fact clears a rank unless the rank's own log shows it failing by itself (a rank that crashed
   inside a collective has that collective in flight too, and its crash is the cause).
 
-What is cleared, and by what, is added to the candidate's reasoning with its citation.
+What is cleared, and by what, is added to the candidate's reasoning with its citation. Then the
+winner is checked once more: a rank said to have stopped that another source shows waiting, while the
+other reading's culprit was cleared (`contested`), or a weak reading of absence whose culprits' own
+lines report a failure of another kind (`unsupported`), is a conflict no fact settles: a lead, said
+with both readings and what would settle them.
 """
 
 from __future__ import annotations
@@ -37,11 +41,17 @@ def ledger(candidates: list[Hypothesis], items: list[MemberEvidence]) -> list[Me
     what the principles' sources say of them beside (for or against), in one list, by member. (What
     a source says of members no candidate names decides nothing, and a large job has thousands.)"""
     named = [MemberEvidence(kind=c.kind, rank=c.rank, host=c.host, stance=Stance.FOR, fact=c.reason,
-                            source=h.name, weight=round(h.score, 2), citation=c.evidence[0] if c.evidence else None)
+                            source=h.name, weight=round(min(1.0, max(0.0, h.score)), 2),
+                            citation=c.evidence[0] if c.evidence else None)
              for h in candidates for c in h.culprits]
-    members = {(m.kind, m.rank, m.host) for m in named}
-    said = [m for m in items if (m.kind, m.rank, m.host) in members]
+    members = {_member(m) for m in named}
+    said = [m for m in items if _member(m) in members]
     return sorted(named + said, key=lambda m: (m.rank is None, m.rank or 0, m.host or "", m.stance.value))
+
+
+def _member(m: MemberEvidence) -> tuple[str, int | str | None]:
+    """Who an item is about: a rank by its number (its host is by the way), else a host."""
+    return (m.kind, m.rank) if m.rank is not None else (m.kind, m.host)
 
 
 def contested(winner: Hypothesis, dropped: list[Hypothesis], members: list[MemberEvidence],
