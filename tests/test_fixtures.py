@@ -34,6 +34,7 @@ BUNDLES = sorted(
 )
 # Folders under tests/fixtures/ that are inputs of other tests, not jobs with a verdict (each has a README.md).
 NOT_BUNDLES = {
+    "fuzz-dump-no-entries-culprit": "tests/test_fuzz_properties.py",
     "fuzz-huge-fingerprint-rank": "tests/test_fuzz_properties.py",
     "fuzz-int-digits-line": "tests/test_fuzz_properties.py",
     "fuzz-int-digits-member": "tests/test_fuzz_properties.py",

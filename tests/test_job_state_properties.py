@@ -10,8 +10,8 @@ generators/jobgen; `triage.api.analyze` reads the folder. Whatever the state:
 - nothing raises and no principle failed (the verdict's `failed` is empty);
 - confidence is in [0, 1], and every culprit is a member of the job (rank < world size, a host of
   the job, a link between two of its ranks);
-- a rank whose dump shows it waiting in a collective a peer of that group never enqueued (work in
-  flight) is never the sole culprit;
+- a rank whose dump shows it waiting in a collective (work in flight) that a peer's dump shows that
+  peer never enqueued, and on which no peer waits, is never the sole culprit;
 - the verdict is the same when the sources are renamed (another dump prefix, other folders, another
   snapshot name) or given in another order;
 - a source that agrees with the logs (dumps of the same hang, a RAS snapshot in which the stalled
@@ -135,16 +135,20 @@ def _check_sound(report: Report, state: JobState, hosts: set[str]) -> None:
 
 
 def waiting(state: JobState) -> set[int]:
-    """Dumped ranks with a collective in flight that a peer of its group never enqueued."""
-    out = set()
+    """Ranks the dumps show waiting: a collective in flight in its own dump that a peer's dump shows
+    that peer never enqueued; less every rank a peer waits on in any group (a rank both waiting and
+    waited on is in a cycle: either may be named)."""
+    waits, behind = set(), set()
     for group in state.groups.values():
+        enqueued = {r: p.completed + (1 if p.in_flight else 0) for r, p in group.progress.items()}
         for r, p in group.progress.items():
-            if r not in state.dumped or not p.in_flight or state.keep < 1:
+            if not p.in_flight:
                 continue
-            seq = p.completed + 1
-            if any(q.completed + (1 if q.in_flight else 0) < seq for q in group.progress.values()):
-                out.add(r)
-    return out
+            late = {q for q, last in enqueued.items() if last < p.completed + 1}
+            behind |= late
+            if r in state.dumped and late & set(state.dumped):
+                waits.add(r)
+    return waits - behind
 
 
 @settings(SETTINGS, max_examples=120)
