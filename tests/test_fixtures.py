@@ -34,6 +34,7 @@ BUNDLES = sorted(
 )
 # Folders under tests/fixtures/ that are inputs of other tests, not jobs with a verdict (each has a README.md).
 NOT_BUNDLES = {
+    "fuzz-dump-no-entries-culprit": "tests/test_fuzz_properties.py",
     "fuzz-huge-fingerprint-rank": "tests/test_fuzz_properties.py",
     "fuzz-int-digits-line": "tests/test_fuzz_properties.py",
     "fuzz-int-digits-member": "tests/test_fuzz_properties.py",
@@ -129,6 +130,10 @@ def test_verdict(bundle: Path) -> None:
     if expect["status"] == "diagnosed":
         assert verdict["confidence"] >= expect.get("min_confidence", DEFAULT_MIN_CONFIDENCE), why
         assert all(c["evidence"] or c["kind"] == "rank" for c in verdict["culprits"]), why
+    cited = [e for c in verdict["culprits"] for e in c["evidence"]]
+    for want in expect.get("cites", []):
+        assert any(want["source"] in e["source"] and want.get("rule", e["rule"]) == e["rule"] for e in cited), (
+            f"no evidence from {want}: {[(e['source'], e['line'], e['rule']) for e in cited]}")
     missing = " ".join(verdict["missing"])
     texts = {"reasoning": why, "missing": missing, "reasoning_or_missing": f"{why} {missing}"}
     for where, fragments in (expect.get("says") or {}).items():

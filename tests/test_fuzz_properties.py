@@ -154,6 +154,17 @@ def test_fuzz_regression_fixtures(name: str) -> None:
     assert all(s.skipped is None for s in report.sources), report.sources
 
 
+def test_fuzz_dump_without_entries_report_fits_the_schema() -> None:
+    import jsonschema
+
+    from triage.report.json_format import to_dict
+
+    schema_path = Path(__file__).resolve().parents[1] / "src" / "triage" / "schemas" / "report-v1.schema.json"
+    report = analyze([FUZZ_FIXTURES / "fuzz-dump-no-entries-culprit" / "input"])
+    assert any(c.rank == 2 for c in report.verdict.culprits), report.verdict.reasoning  # the stalled rank
+    jsonschema.validate(to_dict(report), json.loads(schema_path.read_text(encoding="utf-8")))
+
+
 def test_fuzz_world_size_zero_report_fits_the_schema() -> None:
     import jsonschema
 

@@ -12,8 +12,9 @@ themselves. So each rank writes its own, the way the NCCL watchdog would: once, 
 
 A rank killed by SIGKILL writes none, as in life.
 
-Fault (env): FAULT = none | hang-before | hang-inside | shape | op | kill | subgroup-hang | p2p-hang,
-FAULT_RANK, FAULT_STEP (default 4), STEPS (default 8), JOB_TIMEOUT_S (default 5).
+Fault (env): FAULT = none | hang-before | hang-inside | shape | op | kill | subgroup-hang | p2p-hang |
+dynamic-hang | raise-after, FAULT_RANK, FAULT_STEP (default 4), STEPS (default 8), JOB_TIMEOUT_S
+(default 5), PAIR_TIMEOUT_S (the pairs' timeout in subgroup-hang; default JOB_TIMEOUT_S).
 
   hang-before    sleeps for ever before the step's gradient all_reduce
   hang-inside    enters the step's all_reduce first (the others arrive 1 s late), writes its dump
@@ -25,6 +26,10 @@ FAULT_RANK, FAULT_STEP (default 4), STEPS (default 8), JOB_TIMEOUT_S (default 5)
   subgroup-hang  pairs {0,1},{2,3}: sleeps for ever before the pair all_reduce of that step
   p2p-hang       every step passes a token around the ring (send to r+1, recv from r-1, even
                  ranks send first); the faulty rank sleeps for ever before its send
+  dynamic-hang   every step first all_reduces a count whose size changes with the step (8 + step
+                 elements, the same on every rank); the faulty rank sleeps for ever before it
+  raise-after    every collective completes and every rank writes its dump at the end; then the
+                 faulty rank raises (a failed upload of its results): the job fails after its work
 """
 
 import logging
@@ -49,6 +54,7 @@ TIMEOUT_S = float(os.environ.get("JOB_TIMEOUT_S", "5"))
 FR_DIR = os.environ.get("FR_DIR", "/tmp/fr")
 FR_JSON = os.environ.get("FR_JSON", "0") == "1"
 IDLE_S = float(os.environ.get("FR_IDLE_S", "4"))
+PAIR_TIMEOUT_S = float(os.environ.get("PAIR_TIMEOUT_S", str(TIMEOUT_S)))
 
 RANK = int(os.environ["RANK"])
 WORLD = int(os.environ["WORLD_SIZE"])
@@ -117,7 +123,7 @@ def main():
     threading.Thread(target=idle_watch, daemon=True).start()
     pair = None
     if FAULT == "subgroup-hang":
-        groups = [dist.new_group([r, r + 1], timeout=timedelta(seconds=TIMEOUT_S), group_desc=f"pair{r // 2}")
+        groups = [dist.new_group([r, r + 1], timeout=timedelta(seconds=PAIR_TIMEOUT_S), group_desc=f"pair{r // 2}")
                   for r in range(0, WORLD - 1, 2)]
         pair = groups[RANK // 2]
     torch.manual_seed(0)
@@ -135,8 +141,10 @@ def main():
             loss = ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
             opt.zero_grad()
             loss.backward()
-            if faulty(step) and FAULT == "hang-before":
+            if faulty(step) and FAULT in ("hang-before", "dynamic-hang"):
                 time.sleep(10**6)
+            if FAULT == "dynamic-hang":
+                dist.all_reduce(torch.ones(8 + step))  # this step's token count: its size varies by step
             if faulty(step) and FAULT == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             if FAULT == "hang-inside" and step == FAULT_STEP and RANK != FAULT_RANK:
@@ -176,6 +184,9 @@ def main():
         raise
     dump("end of the job")
     log.info("training done after %d steps", STEPS)
+    if FAULT == "raise-after" and RANK == FAULT_RANK:
+        raise OSError(f"rank {RANK}: uploading results to /results/run-7/metrics-rank{RANK}.json failed: "
+                      "No space left on device")
     dist.destroy_process_group()
 
 

@@ -18,6 +18,11 @@ What it runs
                  --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:<free> \
                  --log-dir <tmp>/nodeXX --redirects 3 --tee 3 real_job.py
 
+    or, for ``real-shell-*``, no launcher at all: a plain shell script that starts each process of
+    the job in the background with its own ``RANK`` and ``WORLD_SIZE`` and ``wait``s
+    (generators/real_bundles/shell.py; its logs are ``logs/rank-<r>.log``), so that one line can give
+    one rank a world size the others do not share.
+
     The fault is chosen by env vars read by the job (see real_job.py's docstring): FAULT=hang|
     sleep|sigkill|exception|segfault|exit|abort|oom|memoryerror|assert|wrong-port|shape|op|
     skip-init|none, FAULT_PHASE=init (before init_process_group) | first (before the first

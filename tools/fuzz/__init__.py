@@ -20,7 +20,8 @@ tried, ok, clean errors, failures, slowest case and peak RSS of the child.
 
 The package: cases.py (a case, its outcome, the fixtures drawn from), mutators.py (byte mutations),
 the input classes text_inputs.py, file_inputs.py, archive_inputs.py, rule_inputs.py,
-extract_inputs.py (registered by name in classes.py), runner.py (one case run and judged, a failure
+extract_inputs.py, dump_inputs.py (well-formed flight-recorder dumps of the fixtures' jobs with changed
+contents, which byte mutations cannot reach; registered by name in classes.py), runner.py (one case run and judged, a failure
 saved), report.py (the per-class tallies and the closing table), driver.py (the command line: cases
 generated and run in parallel until the time or count is reached), __main__.py.
 """

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .archive_inputs import gen_archives
+from .dump_inputs import gen_dump_structure
 from .extract_inputs import gen_extract_mutation
 from .file_inputs import gen_deep_folders, gen_odd_names, gen_special_files
 from .rule_inputs import gen_hostile_rules
@@ -35,4 +36,5 @@ CLASSES: dict[str, Callable[[random.Random, Path], tuple[list[str], str]]] = {
     "odd_names": gen_odd_names,
     "hostile_rules": gen_hostile_rules,
     "extract_mutation": gen_extract_mutation,
+    "dump_structure": gen_dump_structure,
 }

@@ -2,8 +2,8 @@
 
 - ``table``: building blocks of the tables (an entry, a verdict, the checks' globs and regexes);
 - ``scenarios``: SCENARIOS, in run order, from ``scenarios_first_eight``, ``scenarios_init``
-  (comm_init), ``scenarios_first_collective`` (operator_load) and ``scenarios_steps`` (execution),
-  each with what its logs show (``seen``);
+  (comm_init), ``scenarios_first_collective`` (operator_load), ``scenarios_steps`` (execution) and
+  ``scenarios_shell`` (launched by a plain shell script, ``shell``), each with what its logs show (``seen``);
 - ``partials``: PARTIALS, the inputs cut from those bundles the way people share logs;
 - ``expected``: the truth and verdict written to expected.yaml, PRINCIPLES and LOSES;
 - ``run``: run one scenario under torchrun and write its bundle; ``cut``: cut one partial.

@@ -58,6 +58,8 @@ def write_expected(dest: Path, name: str, desc: str, exp: dict, truth: dict,
     if exp.get("culprits"):
         lines.append("  culprits:")
         lines += [f"    - {{kind: rank, rank: {r}}}" for r in exp["culprits"]]
+    if exp.get("culprits_exact"):
+        lines.append("  culprits_exact: true")
     if name in PRINCIPLES:
         lines.append(f"  principle: {PRINCIPLES[name]}")
     if name in LOSES:

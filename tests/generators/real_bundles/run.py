@@ -71,6 +71,10 @@ def job_env(spec: dict) -> dict[str, str]:
 
 
 def run_scenario(name: str, spec: dict, tv: str) -> list[str]:
+    if spec.get("launcher") == "shell":
+        from .shell import run_shell_scenario  # it builds on this module
+
+        return run_shell_scenario(name, spec, tv)
     dest = FIXTURES / name
     job_path = HERE / JOB_NAME
 
