@@ -51,6 +51,7 @@ FIELDS: dict[str, Field] = {
     "comm_id": Field("str", "communicator id: NCCL commId hash, HCCL group identifier"),
     "snapshot": Field("str", "NCCL RAS: the dump (source) a fact was read from; one per time RAS was asked; set by triage itself"),
     "ras_group": Field("int", "NCCL RAS: the group of same-shaped communicators (`#group-index`) a fact is about; set by triage itself"),
+    "errors": Field("str", "NCCL RAS: a group of communicators' error summary (OK, INCOMPLETE, …); set by triage itself"),
     "comm_status": Field("str", "NCCL RAS: a communicator rank's status (NOCOMM/UNKNOWN, INIT, RUNNING, FINALIZE, ABORT); set by triage itself"),
     "peer_device": Field("str", "device at the other end of an HCCL link or error CQE (an id; one documented CQE form prints an address there)"),
     "table_rank": Field("int", "HCCL rank table: the rank_id of a device entry (the table is nobody's log: not `rank`)"),
@@ -63,6 +64,7 @@ FIELDS: dict[str, Field] = {
     "node_count": Field("int", "nodes in the job (RAS's job summary)"),
     "connected": Field("str", "HCCL negotiation root: the ranks that connected (`[0000000000000000],[0000000000000002]`)"),
     "clients_expected": Field("int", "store clients the store server waited for (the world size)"),
+    "clients_joined": Field("int", "store clients that had joined when the store server gave up waiting for the rest"),
     # Progress.
     "seq": Field("int", "sequence number of the collective the line is about (SeqNum, NCCL work, HCCL index)"),
     "op": Field("str", "collective operation (ALLREDUCE, BROADCAST, _ALLGATHER_BASE …)"),

@@ -236,6 +236,47 @@ class Hypothesis:
     culprits: list[Culprit]
     reasoning: str
     advice: list[str] = field(default_factory=list)
+    # Whether it says something failed. A reading of a healthy source (every op of every dump
+    # completed, every dump there) is a candidate for the record, not a failure.
+    shows_failure: bool = True
+    # The lines that look like a failure which such a reading shows to be none (an unresponsive process
+    # in one RAS snapshot that a later snapshot shows answering again).
+    accounts_for: list[Event] = field(default_factory=list)
+
+
+
+class Stance(str, Enum):
+    FOR = "for"  # the member is a culprit: it failed first, stopped while peers waited, was named …
+    AGAINST = "against"  # it is not: it waited with work in flight, got further, is outside the world …
+
+
+
+@dataclass
+class MemberEvidence:
+    """One thing one source says about one member (a rank, host or link): for or against its being a
+    culprit, where it says so (`file:line` of a log, `dump:entry` of a flight-recorder dump), and how
+    much it weighs (0-1)."""
+
+    kind: str  # rank | host | link, as Culprit.kind
+    stance: Stance
+    fact: str  # what the source says, in a phrase ("waited in ALL_REDUCE #5 with it in flight")
+    source: str  # the principle (or the hypothesis it named) that read it
+    weight: float
+    rank: int | None = None
+    host: str | None = None
+    citation: Evidence | None = None
+    # An against item that rules the member out (the verdict drops it from every culprit set) rather
+    # than weighing against it; only a fact no culprit's own failure can contradict clears.
+    clears: bool = False
+
+
+
+@dataclass
+class PrincipleFailure:
+    """A principle that raised: the verdict was decided without it, and says so."""
+
+    principle: str
+    error: str  # the exception's type and message
 
 
 @dataclass
@@ -250,6 +291,10 @@ class Verdict:
     missing: list[str] = field(default_factory=list)  # what evidence would settle it
     hypothesis: str | None = None  # the principle that won (named-by-tool, silent-rank …)
     lost: list[Hypothesis] = field(default_factory=list)  # hypotheses that did not win
+    # What every source said of each member, for and against, that the verdict was read from.
+    ledger: list[MemberEvidence] = field(default_factory=list)
+    # Principles that raised: the verdict was decided without them and may be incomplete.
+    failed: list[PrincipleFailure] = field(default_factory=list)
 
 
 @dataclass

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from collections import Counter
 
+from triage.diagnose.consistency import check, clearing, contested, ledger, unsupported
 from triage.diagnose.context import Context
 from triage.diagnose.facts import rank_facts
+from triage.diagnose.isolation import isolated
 from triage.diagnose.principles import PRINCIPLES
 from triage.job import Job, separate_runs
-from triage.model import Category, Culprit, Hypothesis, Kind, Phase, Status, Verdict
+from triage.model import (
+    Category,
+    Culprit,
+    Hypothesis,
+    Kind,
+    Phase,
+    PrincipleFailure,
+    Status,
+    Verdict,
+)
 from triage.ranks import fmt_ranks
 
 # Below this, a winner is reported as inconclusive: a wrong culprit stated with confidence is
@@ -24,6 +35,8 @@ AGREEMENT_BONUS = 0.05
 # principles point at different culprits with the same strength.
 RIVAL_MARGIN = 0.05
 RIVAL_PENALTY = 0.3
+# Sources that disagree and that no fact settles: the strongest reading is a lead, no more.
+CONFLICT_SCORE = 0.45
 # No verdict is certain: the winner's score is kept at most this.
 MAX_CONFIDENCE = 0.99
 # How many agreeing principles the winner's reasoning names.
@@ -115,35 +128,64 @@ def diagnose(job: Job) -> Verdict:
 def _diagnose(job: Job) -> Verdict:
     facts = rank_facts(job)
     ctx = Context(job=job, facts=facts)
-    failing = [e for e in job.events if e.kind in _FAILURE_KINDS]
+    failed: list[PrincipleFailure] = []
+    verdict = _weigh(ctx, failed)
+    if failed:
+        verdict.failed = failed
+        names = ", ".join(f"{f.principle} ({f.error})" for f in failed)
+        verdict.reasoning = (f"The verdict may be incomplete: principle{'s' if len(failed) > 1 else ''} {names} "
+                             "failed and the others decided without it. " + verdict.reasoning)
+    return verdict
+
+
+def _weigh(ctx: Context, failed: list[PrincipleFailure]) -> Verdict:
+    job, facts = ctx.job, ctx.facts
     bad_exits = [e for f in facts.values() for e in f.self_failures if e.kind is Kind.EXIT]
     # Principles that see a failure no log shows run first: with none, nothing failed.
-    found = {p.name: p.run(ctx) for p in PRINCIPLES if p.fails_without_logged_failure}
-    if not failing and not bad_exits and all(h is None for h in found.values()):
+    found = {p.name: isolated(failed, p, p.run, ctx) for p in PRINCIPLES if p.fails_without_logged_failure}
+    resolved = {id(e) for h in found.values() if h is not None and not h.shows_failure for e in h.accounts_for}
+    failing = [e for e in job.events if e.kind in _FAILURE_KINDS and id(e) not in resolved]
+    if not failing and not bad_exits and all(h is None or not h.shows_failure for h in found.values()):
         if any(e.kind is Kind.CONSEQUENCE for e in job.events):
             return _inconclusive(ctx, [], ["the job was ended (cancelled, aborted) but no rank "
                                           "logged an error or a timeout"])
+        healthy = " ".join(h.reasoning for h in found.values() if h is not None)
         return Verdict(status=Status.NO_FAILURE, phase=Phase.UNKNOWN, category=Category.UNKNOWN,
                        confidence=CERTAIN, culprits=[], advice=[],
-                       reasoning="No rank logged an error, a timeout or a failed exit.")
+                       reasoning="No rank logged an error, a timeout or a failed exit."
+                                 + (" " + healthy if healthy else ""))
     for p in PRINCIPLES:
         if p.name not in found:
-            found[p.name] = p.run(ctx)
-    candidates = [h for p in PRINCIPLES if (h := found[p.name]) is not None]
+            found[p.name] = isolated(failed, p, p.run, ctx)
+    said = [m for p in PRINCIPLES if p.evidence is not None for m in (isolated(failed, p, p.evidence, ctx) or [])]
+    # A reading of a healthy source is no candidate: it names no one, and said the job did its work.
+    proposed = [h for p in PRINCIPLES if (h := found[p.name]) is not None and h.shows_failure]
+    members = ledger(proposed, said)
+    cleared = clearing(ctx, said)
+    checked = check(proposed, cleared)
+    candidates = checked.kept
     candidates.sort(key=lambda h: h.score, reverse=True)  # stable: ties keep the registry's order
     if not candidates:
         undecided = _inconclusive(ctx, [], _missing(ctx))
+        undecided.lost = checked.dropped
         for p in PRINCIPLES:  # what a principle with no candidate still says (RAS saw a healthy job)
-            if p.remark is not None and (said := p.remark(ctx, None, found[p.name])) is not None:
-                undecided.reasoning += " " + said
+            if p.remark is not None and (said_ := isolated(failed, p, p.remark, ctx, None, found[p.name])):
+                undecided.reasoning += " " + said_
+        undecided.ledger = members
         return undecided
     winner = _corroborate(candidates)
-    lost = [h for h in candidates if h is not winner]
+    lost = [h for h in candidates if h is not winner] + checked.dropped
     for p in PRINCIPLES:
-        if p.remark is not None and (said := p.remark(ctx, winner, found[p.name])) is not None:
-            winner.reasoning += " " + said
+        if p.remark is not None and (said_ := isolated(failed, p, p.remark, ctx, winner, found[p.name])):
+            winner.reasoning += " " + said_
+    if conflict := contested(winner, checked.dropped, members, cleared) or unsupported(ctx, winner, members, SURE):
+        winner.score = min(winner.score, CONFLICT_SCORE)
+        winner.reasoning = conflict + " " + winner.reasoning
     if winner.score < CONFIDENT:
-        return _inconclusive(ctx, candidates, _missing(ctx))
+        undecided = _inconclusive(ctx, candidates, _missing(ctx))
+        undecided.lost += checked.dropped
+        undecided.ledger = members
+        return undecided
     culprits = _with_host(ctx, winner.culprits)
     _set_roles(ctx, culprits)
     advice = _fr_advice(job, winner, list((_ADVICE_HCCL if _ascend(job) else _ADVICE).get(winner.category, [])))
@@ -158,6 +200,7 @@ def _diagnose(job: Job) -> Verdict:
         missing=_missing(ctx, winner) if winner.score < SURE else [],
         hypothesis=winner.name,
         lost=lost,
+        ledger=members,
     )
 
 
@@ -187,7 +230,9 @@ def _names(h: Hypothesis) -> set[tuple[str, int | None, str | None]]:
 
 
 def _corroborate(candidates: list[Hypothesis]) -> Hypothesis:
-    """The best candidate, made surer by others that agree and less sure by close rivals."""
+    """The best candidate, made surer by others that agree and less sure by close rivals. What the
+    agreeing candidates cite for the same culprits is cited beside the winner's own (logs and dumps
+    that both name a rank: both lines)."""
     winner = candidates[0]
     names = _names(winner)
     agree = [h for h in candidates[1:] if _names(h) == names]
@@ -199,7 +244,19 @@ def _corroborate(candidates: list[Hypothesis]) -> Hypothesis:
     if agree:
         winner.reasoning += " " + " ".join(
             f"It agrees with the {h.name} evidence." for h in agree[:AGREEMENTS_SAID])
+        _cite_agreeing(winner, agree)
     return winner
+
+
+def _cite_agreeing(winner: Hypothesis, agree: list[Hypothesis]) -> None:
+    """Each culprit also cites the first line each agreeing source gives for it, when its own do not."""
+    for culprit in winner.culprits:
+        key = (culprit.kind, culprit.rank, culprit.host)
+        for h in agree:
+            other = next((c for c in h.culprits if (c.kind, c.rank, c.host) == key), None)
+            extra = next((ev for ev in other.evidence if ev not in culprit.evidence), None) if other else None
+            if extra is not None and not any(ev.source == extra.source for ev in culprit.evidence):
+                culprit.evidence = [*culprit.evidence, extra]
 
 
 def _with_host(ctx: Context, culprits: list[Culprit]) -> list[Culprit]:

@@ -7,7 +7,7 @@ import time
 from typing import Any, TextIO
 
 from triage.config import build_config
-from triage.model import Culprit, Event, Evidence, Hypothesis, Report, Unexplained
+from triage.model import Culprit, Event, Evidence, Hypothesis, MemberEvidence, Report, Unexplained
 from triage.progress import Op, RankProgress, build_progress, describe
 from triage.report.views import ReportView, repeated
 from triage.unexplained import format_time, rule_command
@@ -36,6 +36,8 @@ def to_dict(report: Report) -> dict[str, Any]:
             "missing": verdict.missing,
             "hypothesis": verdict.hypothesis,
             "hypotheses_lost": [_hypothesis(h, folded) for h in verdict.lost],
+            "ledger": [_member_evidence(m) for m in verdict.ledger],
+            "failed_principles": [{"principle": f.principle, "error": f.error} for f in verdict.failed],
         },
         "world_size": {"value": report.world_size, "from": report.world_size_from},
         "hosts": [{"host": h, "ranks": r} for h, r in sorted(hosts.items())],
@@ -150,6 +152,12 @@ def _hypothesis(h: Hypothesis, folded: dict[tuple[str, int], Event]) -> dict[str
     return {"name": h.name, "score": round(h.score, 2), "category": h.category.value,
             "phase": h.phase.value, "culprits": [_culprit(c, folded) for c in h.culprits],
             "reasoning": h.reasoning}
+
+
+def _member_evidence(m: MemberEvidence) -> dict[str, Any]:
+    return {"kind": m.kind, "rank": m.rank, "host": m.host, "stance": m.stance.value, "fact": m.fact,
+            "source": m.source, "weight": m.weight, "clears": m.clears,
+            "citation": f"{m.citation.source}:{m.citation.line}" if m.citation else None}
 
 
 def _first_event(events: list[Any]) -> dict[str, Any] | None:

@@ -48,6 +48,7 @@ PRINCIPLES: tuple[Principle, ...] = (
     progress.LATE_ARRIVAL,
     network.PRINCIPLE,
     configuration.PRINCIPLE,
+    configuration.WORLD_MISMATCH,
     peer_named.PRINCIPLE,
     ras.PRINCIPLE,
     stacks.PRINCIPLE,

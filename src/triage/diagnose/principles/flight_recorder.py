@@ -17,7 +17,16 @@ and the entries still in flight with their times and stacks. Read as an engineer
   (GPU side: a kernel that never completed; network side: a link) — a lead only, with what would
   tell which;
 - nothing in flight anywhere: the dumps show no stalled collective. gloo records no entry for a
-  send or recv, so a P2P hang is invisible in gloo dumps: said, not guessed.
+  send or recv, so a P2P hang is invisible in gloo dumps: said, not guessed. Where every rank left a
+  dump, every group ends at one collective for all its members and the groups' status counts no op
+  the entries do not hold (no P2P), the dumps show completed work: no failure by themselves;
+- a member with a symmetric collective (all-reduce, barrier …) in flight that a peer completed is
+  not waiting (the dump caught it before it marked the op done), where every member left a dump and
+  a log: gloo counts a failed work as completed, and only the logs say whether one failed.
+
+Beside its candidate it says of each member what the dumps show (`member_evidence`): a member with
+work in flight in a group where another member is behind it, or left no dump, waited on that member.
+The verdict clears it of any candidate that names it, unless its own log shows it failing.
 
 The phase: a stall at the first collective of a group (sequence 1, the buffer not wrapped) is
 `operator_load`, later ones `execution`.
@@ -29,7 +38,7 @@ from collections import Counter
 
 from triage.diagnose.context import Context, minority
 from triage.diagnose.principles.principle import Principle
-from triage.model import Category, Culprit, Evidence, Hypothesis, Phase
+from triage.model import Category, Culprit, Evidence, Hypothesis, MemberEvidence, Phase, Stance
 from triage.progress import GroupProgress, Op, Progress, RankProgress, clock, describe
 from triage.ranks import fmt_ranks
 
@@ -55,14 +64,15 @@ def fr_dumps(ctx: Context) -> Hypothesis | None:
     groups = [g for g in prog.groups.values() if g.dumped]
     if found := _mismatch(ctx, groups):
         return found
-    stalled = sorted((g for g in groups if any(g.by_rank[r].waiting for r in g.dumped)),
+    waits = _waiting(ctx, groups)
+    stalled = sorted((g for g in groups if waits[g.key]),
                      key=lambda g: (g.stalled_since() or float("inf"), not g.default, g.key))
     if not stalled:
         return _quiet(ctx, prog, groups)
-    waits_in = {r: g for g in reversed(stalled) for r in g.dumped if g.by_rank[r].waiting}
+    waits_in = {r: g for g in reversed(stalled) for r in sorted(waits[g.key])}
     lead: Hypothesis | None = None
     for i, group in enumerate(stalled):
-        found = _stall(ctx, prog, group, waits_in)
+        found = _stall(ctx, prog, group, waits_in, sorted(waits[group.key]))
         if found is None:
             continue
         if found.culprits or lead is None:
@@ -139,7 +149,9 @@ def _op_at(p: RankProgress, seq: int) -> Op | None:
 
 
 def _dump_ev(p: RankProgress) -> list[Evidence]:
-    return [p.dump] if p.dump else []
+    """The dump as a whole, where its entries give nothing to cite: only as a line a reader can open
+    (the parser's dump- and group-level events stand at line 0, the file as a whole)."""
+    return [p.dump] if p.dump and p.dump.line >= 1 else []
 
 
 def _phase(group: GroupProgress, seq: int | None) -> Phase:
@@ -150,6 +162,39 @@ def _phase(group: GroupProgress, seq: int | None) -> Phase:
 
 # ------------------------------------------------------------------------------------------
 # A stall
+
+# Collectives that complete on one member only once every member has joined: a peer that completed
+# one shows that the others' copy, still in flight in their dumps, was joined too (the dump caught
+# them before they marked it done). Rooted ones (broadcast, reduce, gather, scatter) may complete
+# on one member before the others.
+_JOINED_BY_ALL = ("all_reduce", "allreduce", "barrier", "all_gather", "allgather", "reduce_scatter",
+                  "all_to_all", "alltoall")
+
+
+def _waiting(ctx: Context, groups: list[GroupProgress]) -> dict[str, set[int]]:
+    """Per group, the members with work in flight that no peer's dump shows finished. A peer's
+    completion counts only where every member left a dump and a log of its own: gloo counts a work
+    that failed (a peer died, sizes differed) as completed too, and only the logs say whether one failed."""
+    logged = _logged(ctx)
+    out: dict[str, set[int]] = {}
+    for group in groups:
+        waiting = {r for r in group.dumped if group.by_rank[r].waiting}
+        members = _members(ctx, group)
+        if waiting and all(r in group.by_rank and group.by_rank[r].has_dump for r in members) and set(members) <= logged:
+            # The two furthest collectives completed, with who completed them (a member's own does not count).
+            done = sorted(((d.seq, r) for r in group.dumped
+                           if (d := group.by_rank[r].last_done) is not None and not d.p2p and d.seq is not None),
+                          reverse=True)[:2]
+            waiting = {r for r in waiting if not _joined(group.by_rank[r].oldest, r, done)}
+        out[group.key] = waiting
+    return out
+
+
+def _joined(o: Op | None, rank: int, done: list[tuple[int, int]]) -> bool:
+    """A symmetric collective in flight that a peer completed: every member joined it."""
+    if o is None or o.seq is None or o.p2p or not any(k in o.op.lower() for k in _JOINED_BY_ALL):
+        return False
+    return any(seq >= o.seq for seq, r in done if r != rank)
 
 
 def _members(ctx: Context, group: GroupProgress) -> list[int]:
@@ -163,8 +208,7 @@ def _members(ctx: Context, group: GroupProgress) -> list[int]:
 
 
 def _stall(ctx: Context, prog: Progress, group: GroupProgress,
-           waits_in: dict[int, GroupProgress]) -> Hypothesis | None:
-    waiting = [r for r in group.dumped if group.by_rank[r].waiting]
+           waits_in: dict[int, GroupProgress], waiting: list[int]) -> Hypothesis | None:
     if not waiting:
         return None
     target = Counter((o.label, o.seq) for r in waiting if (o := group.by_rank[r].oldest) is not None)
@@ -277,6 +321,7 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
     default = next((g for g in groups if g.default), None)
     ends = {default.by_rank[r].reached for r in default.dumped} if default else set()
     if missing and default is not None and len(ends) == 1 and len(default.dumped) >= 2:
+        end = next(iter(ends))  # the one collective every dump ends at (read once: ranks share it)
         last = next((p.last_done for r in default.dumped if (p := default.by_rank[r]).last_done), None)
         at = f" ({last.label})" if last else ""
         return Hypothesis(
@@ -284,7 +329,7 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
             phase=_phase(default, last.seq if last else None),
             culprits=[Culprit(kind="rank", rank=r, host=ctx.host_of(r),
                               reason=f"left no flight-recorder dump; every rank that left one stopped at collective "
-                                     f"{ends.pop()}{at} of the default group",
+                                     f"{end}{at} of the default group",
                               evidence=[last.evidence] if last else []) for r in missing],
             reasoning=f"The flight-recorder dumps of rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} all end "
                       f"at the same collective{at} with nothing in flight (gloo counts a work that failed, such as "
@@ -292,6 +337,13 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
                       f"{fmt_ranks(missing)} left no dump: a process that died writes none, so "
                       f"{'they are' if len(missing) > 1 else 'it is'} the likeliest cause. Weaker than a wait: "
                       "the dumps do not show the others waiting on it.")
+    if _completed(prog, groups, missing):
+        return Hypothesis(
+            name="fr-nothing-in-flight", score=QUIET_SCORE, category=Category.HUNG_PROCESS, phase=Phase.UNKNOWN,
+            culprits=[], shows_failure=False,
+            reasoning=f"The flight-recorder dumps of every rank ({fmt_ranks(ranks)}) show the work completed: in each "
+                      "process group every member ended at the same collective with nothing in flight, and ran no "
+                      "op the dumps do not record.")
     return Hypothesis(
         name="fr-nothing-in-flight", score=QUIET_SCORE, category=Category.HUNG_PROCESS, phase=Phase.UNKNOWN,
         culprits=[],
@@ -304,6 +356,29 @@ def _quiet(ctx: Context, prog: Progress, groups: list[GroupProgress]) -> Hypothe
 
 
 _NONE = Op(None, False, "", "", "", "", None, None, [], Evidence("", 0, ""))
+
+
+def _logged(ctx: Context) -> set[int]:
+    """The ranks with a log of their own besides their dump."""
+    dumps = {ev.source for ev in ctx.job.progress.dumps.values()}
+    return {e.rank for e in ctx.job.events
+            if e.rank is not None and e.family != "fr" and e.evidence.source not in dumps}
+
+
+def _completed(prog: Progress, groups: list[GroupProgress], missing: list[int]) -> bool:
+    """Dumps that show a job that did its work: every rank left one, and in every group every member
+    ended at the same collective with nothing in flight and ran no op the entries do not hold. gloo
+    counts its sends and recvs in the group's status but records no entry for them (P2P_NOTE): a
+    status ahead of the last collective's number means P2P ops ran, and a P2P hang cannot be ruled out."""
+    if missing or not prog.dumps:
+        return False
+    for g in groups:
+        if len({g.by_rank[r].reached for r in g.dumped}) > 1:
+            return False
+        if any((p := g.by_rank[r]).enqueued is None or p.last_seq is None or p.enqueued > p.last_seq
+               for r in g.dumped):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------
@@ -325,8 +400,44 @@ def remark(ctx: Context, winner: Hypothesis | None, own: Hypothesis | None) -> s
             f"{fmt_ranks(sorted(mine))} ({own.name}: {own.reasoning})")
 
 
+def member_evidence(ctx: Context) -> list[MemberEvidence]:
+    """What the dumps say of each member, whoever the candidate names: a member with work in flight in
+    a group where another member is behind it, or left no dump, waited on that member (it is cleared of
+    having stopped; its own logged failure, if any, still counts); a member that completed more of a
+    group than a peer got further than it."""
+    prog = ctx.job.progress
+    if not prog.has_dumps:
+        return []
+    items: list[MemberEvidence] = []
+    cleared: set[int] = set()
+    groups = sorted((g for g in prog.groups.values() if g.dumped), key=lambda g: (not g.default, g.key))
+    waits = _waiting(ctx, groups)
+    for group in groups:
+        members = _members(ctx, group)
+        no_dump = [r for r in members if r not in prog.dumps and r not in group.dumped]
+        idle = sorted(((group.by_rank[o].reached or 0), o) for o in group.dumped if group.by_rank[o].idle)
+        for r in sorted(waits[group.key]):
+            p = group.by_rank[r]
+            if r in cleared or p.oldest is None:
+                continue
+            behind = [o for reached, o in idle if reached < (p.reached or 0)]
+            if not behind and not no_dump:
+                continue
+            them = behind or no_dump
+            many = len(them) > 1
+            why = ("were" if many else "was") + " behind it" if behind else "left no dump"
+            cleared.add(r)
+            items.append(MemberEvidence(
+                kind="rank", rank=r, host=ctx.host_of(r), stance=Stance.AGAINST, source="fr-dumps",
+                weight=STALLED_SCORE, clears=True, citation=p.oldest.evidence,
+                fact=f"waited in {p.oldest.label} of {group.label} with it in flight (enqueued, not completed) while "
+                     f"rank{'s' if many else ''} {fmt_ranks(them)} {why}: it waited on {'them' if many else 'it'}"))
+    return items
+
+
 PRINCIPLE = Principle(
     name="fr-dumps", emits=NAMES, run=fr_dumps, fails_without_logged_failure=True, remark=remark,
+    evidence=member_evidence,
     summary="Flight-recorder dumps, per process group aligned by sequence number: a different op, size or dtype "
             "at one sequence number names the odd rank by majority (`fr-mismatch`); in the group that stalled "
             "first, a member with nothing in flight behind the members that wait stopped on the CPU side "
@@ -334,4 +445,7 @@ PRINCIPLE = Principle(
             "cascade); a member with no dump while the others wait is the prime suspect (`fr-no-dump`); every "
             "member in flight at one collective is a GPU- or network-side lead (`fr-in-flight-everywhere`); "
             "nothing in flight anywhere is said, with why gloo dumps cannot show a P2P hang "
-            "(`fr-nothing-in-flight`). A stall at a group's first collective is operator_load.")
+            "(`fr-nothing-in-flight`), and is no failure where every rank's dump ends each group at one "
+            "collective with no unrecorded P2P op. A stall at a group's first collective is operator_load. "
+            "Of every member it says whether it waited with work in flight while a peer was behind it or left "
+            "no dump: such a member is cleared of any candidate naming it.")

@@ -14,7 +14,7 @@ from collections import defaultdict
 from triage.diagnose.context import Context, evidence_of, failure_category, rank_culprit
 from triage.diagnose.principles.principle import Principle
 from triage.diagnose.principles.waits import could_not_reach_root, mutual_pair
-from triage.model import Category, Culprit, Event, Hypothesis, Kind
+from triage.model import Category, Culprit, Event, Hypothesis, Kind, MemberEvidence, Stance
 from triage.ranks import fmt_ranks
 
 # A few ranks named (at most 2, or an eighth of the job): the tool's word is strong evidence.
@@ -125,11 +125,37 @@ def _held_up(ctx: Context, named: dict[int, list[Event]]) -> list[int]:
     return sorted(waiting) if silent else []
 
 
+def waited_for_clients(ctx: Context) -> list[MemberEvidence]:
+    """Ranks a tool's line names whose own log shows them waiting for store clients that never joined:
+    the store's host publishes its own address only once every client has joined, so the others, who
+    wait for that address, name it, while it waits, like them, for a member that never came."""
+    named = {r for e in ctx.job.events if e.kind is Kind.CULPRIT_NAMED and "snapshot" not in e.fields
+             for r in e.about}
+    items = []
+    for rank in sorted(named):
+        f = ctx.facts.get(rank)
+        line = next((e for e in f.timeouts if _clients_missing(e)), None) if f is not None else None
+        if line is not None:
+            items.append(MemberEvidence(
+                kind="rank", rank=rank, host=ctx.host_of(rank), stance=Stance.AGAINST, source="named-by-tool",
+                weight=FEW_NAMED_SCORE, clears=True, citation=line.evidence,
+                fact=f"waited itself for store clients that never joined ({line.fields['clients_joined']} of "
+                     f"{line.fields['clients_expected']}): it could not publish its address before they did"))
+    return items
+
+
+def _clients_missing(event: Event) -> bool:
+    joined, expected = event.fields.get("clients_joined", ""), event.fields.get("clients_expected", "")
+    return joined.isdigit() and expected.isdigit() and int(joined) < int(expected)
+
+
 PRINCIPLE = Principle(
-    name="named-by-tool", emits=("named-by-tool",), run=named_by_tool,
+    name="named-by-tool", emits=("named-by-tool",), run=named_by_tool, evidence=waited_for_clients,
     summary="A tool that saw more than one log already named the rank, process or host the others were "
             "waiting for: PyTorch's desync report, monitoredBarrier, HCCL's heartbeat (`Cluster Exception "
             "Location`), a `triage repro` run. Its word is taken, less the named ranks that were themselves "
             "held up (they reported waiting on a peer, could not reach a negotiation root only its own "
             "server could reach, or logged an error CQE before the heartbeat saw them go). What the named "
-            "rank's own lines say it suffered gives the category, before what the tool says of it.")
+            "rank's own lines say it suffered gives the category, before what the tool says of it. A named rank "
+            "whose own log shows it waiting for store clients that never joined (the store's host, which "
+            "publishes its address only once all have) is cleared.")

@@ -1,4 +1,5 @@
-"""What a principle declares of itself: its name, the hypothesis names it emits, what it reads, how to run it."""
+"""What a principle declares of itself: its name, the hypothesis names it emits, what it reads, how to run it,
+and what its source says of each member."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from triage.diagnose.context import Context
-from triage.model import Hypothesis
+from triage.model import Hypothesis, MemberEvidence
 
 
 @dataclass(frozen=True)
@@ -22,3 +23,7 @@ class Principle:
     # given its own candidate (None when it had none): a disagreement the verdict appends to the
     # winner's reasoning, or to an inconclusive verdict's.
     remark: Callable[[Context, Hypothesis | None, Hypothesis | None], str | None] | None = None
+    # What its source says about members beyond whom its candidate names: evidence for or against
+    # each rank, host or link, with its citation (docs/design.md §4). The verdict reads every
+    # principle's items, and its candidates' culprits, as one ledger per member.
+    evidence: Callable[[Context], list[MemberEvidence]] | None = None

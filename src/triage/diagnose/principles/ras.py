@@ -111,7 +111,7 @@ class _Finding:
 def ras_status(ctx: Context) -> Hypothesis | None:
     finding = _read(ctx)
     if finding is None:
-        return None
+        return _resolved(ctx)
     culprits = []
     for r in sorted(finding.ranks):
         about = [e for e in finding.events if r in finding.about(e)] or finding.events
@@ -137,6 +137,34 @@ def ras_status(ctx: Context) -> Hypothesis | None:
                       culprits=culprits, reasoning=finding.what + finding.remark)
 
 
+def _resolved(ctx: Context) -> Hypothesis | None:
+    """Snapshots of one incident that ends well: processes that did not answer (INCOMPLETE, missing
+    ranks, timeouts gathering data), then a last snapshot in which every communicator runs without an
+    error. NCCL's RAS guide: a transient state that a repeated query resolves can be ignored."""
+    snaps = snapshots(ctx)
+    if len(snaps) < 2:
+        return None
+    last, earlier = snaps[-1], snaps[:-1]
+    groups = [e for e in last.events if e.rule_id == "ras-comm-group"]
+    if not groups or any(e.fields.get("errors", "OK") != "OK" or e.fields.get("comm_status") != "RUNNING"
+                         for e in groups):
+        return None
+    if any(e.kind is not Kind.INFO for e in last.events):
+        return None
+    troubled = [e for s in earlier for e in s.events if e.kind is not Kind.INFO]
+    if not troubled or any(e.kind is not Kind.CULPRIT_NAMED or e.fields.get("exception") not in ("unresponsive", "missing")
+                           for e in troubled):
+        return None  # a dead process, an error, a count behind: not a transient
+    ranks = sorted({r for e in troubled for r in e.about})
+    who = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}" if ranks else "a process"
+    return Hypothesis(
+        name="ras-status", score=0.0, category=Category.UNKNOWN, phase=Phase.UNKNOWN, culprits=[],
+        shows_failure=False, accounts_for=troubled,
+        reasoning=f"RAS got no data from {who} in {len(earlier)} snapshot{'s' if len(earlier) > 1 else ''}, then "
+                  f"the last one ({len(snaps)} in all) shows every communicator running without an error: the "
+                  "process answered again, a transient state, not a failure.")
+
+
 def _every_host(ctx: Context, ips: set[str]) -> bool:
     """The addresses RAS names are every node the job has (RAS's job summary counts them; the ranks'
     logs place every rank on them)."""
@@ -157,10 +185,21 @@ def _read(ctx: Context) -> _Finding | None:
             or _stuck_in_init(ctx, snaps))
 
 
+def _known_ranks(ctx: Context) -> dict[tuple[str, str], int]:
+    """(communicator, communicator rank) -> the job's rank, as any snapshot placed it: a later snapshot
+    of one incident may lack the table of communicators the earlier one placed its ranks by."""
+    return {(e.fields["comm_id"], e.fields["pg_rank"]): e.about[0] for s in snapshots(ctx) for e in s.events
+            if len(e.about) == 1 and e.fields.get("comm_id") and e.fields.get("pg_rank")}
+
+
 def _place(ctx: Context, snap: Snapshot, events: list[Event], finding: _Finding) -> _Finding:
+    known = _known_ranks(ctx)
     for event in events:
-        if event.about:
-            finding.ranks.update(event.about)
+        key = (event.fields.get("comm_id", ""), event.fields.get("pg_rank", ""))
+        if not event.about and key in known:
+            finding.read_as[id(event)] = known[key]
+        if event.about or key in known:
+            finding.ranks.update(finding.about(event))
         else:
             f = event.fields
             pid, ip = f.get("culprit_pid") or f.get("pid", ""), f.get("culprit_ip") or f.get("ip", "")
@@ -173,7 +212,9 @@ def _place(ctx: Context, snap: Snapshot, events: list[Event], finding: _Finding)
         finding.processes = {p for p in finding.processes
                              if not any(_pid_of(ctx, r) == p[0] for r in finding.ranks)}
         _one_process_one_rank(snap, events, finding)
-    finding.phase = _phase(snap)
+    # The latest snapshot that says where the job stood (a DEAD block alone says nothing of it).
+    finding.phase = next((p for s in [snap, *reversed(snapshots(ctx))] if (p := _phase(s)) is not Phase.UNKNOWN),
+                         Phase.UNKNOWN)
     return finding
 
 
@@ -242,10 +283,18 @@ def _dead_or_missing(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
     earlier = {(e.fields.get("culprit_pid"), e.fields.get("pg_rank")) for s in snaps[:-1]
                for e in s.named("unresponsive", "missing")}
     if dead:
-        was = [e for e in dead if any(pid == e.fields.get("culprit_pid") for pid, _ in earlier)]
+        # (Two excerpts pasted in one file, the unresponsive block first, are that timeline too.)
+        before = {(e.fields.get("culprit_pid"), e.evidence.source, e.evidence.line) for e in missing
+                  if e.fields.get("exception") == "unresponsive"}
+        was = [e for e in dead if any(pid == e.fields.get("culprit_pid") for pid, _ in earlier) or any(
+            (pid, src) == (e.fields.get("culprit_pid"), e.evidence.source) and line < e.evidence.line
+            for pid, src, line in before)]
+        # One timeline per process: not answering (RAS timed out gathering its data), then unreachable.
+        # RAS cannot tell a process that stopped from one that died: both go this way.
         what = ("RAS considers the process dead (unreachable via the RAS network)"
-                + (", after it had stopped answering in an earlier snapshot" if was else "")
-                + " and the other ranks wait on it.")
+                + (", after it had stopped answering (an earlier snapshot, or the block before): it died or "
+                   "stopped (RAS cannot tell which; its log or `dmesg` on its node can), and" if was else " and")
+                + " the other ranks wait on it.")
         found = _Finding(Category.CRASHED_PROCESS, DEAD_SCORE, what, dead + [e for e in missing if e not in dead])
         return _place(ctx, last, dead + missing, found)
     persistent = [e for e in missing if (e.fields.get("culprit_pid"), e.fields.get("pg_rank")) in earlier]
@@ -393,5 +442,7 @@ PRINCIPLE = Principle(
             "from is hung or unreachable, more surely when it stays so across snapshots; a rank reporting an "
             "error of its own is named; the minority behind the majority's operation count is the straggler "
             "only when no count moves between snapshots; ranks still initialising in every snapshot never "
-            "finished init. It counts as a failure even when no log shows one, and when another principle "
-            "wins, the verdict says where RAS disagrees.")
+            "finished init. Snapshots of one incident are one timeline: a rank placed by an earlier snapshot "
+            "stays placed, and processes that did not answer, then answer in a last snapshot in which every "
+            "communicator runs without an error, are a transient, no failure. It counts as a failure even when "
+            "no log shows one, and when another principle wins, the verdict says where RAS disagrees.")

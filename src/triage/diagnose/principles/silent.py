@@ -13,7 +13,7 @@ from __future__ import annotations
 from triage.diagnose.context import Context, evidence_of
 from triage.diagnose.facts import is_victim_exit
 from triage.diagnose.principles.principle import Principle
-from triage.model import Category, Culprit, Hypothesis
+from triage.model import Category, Culprit, Hypothesis, MemberEvidence, Stance
 from triage.ranks import fmt_ranks
 
 # A few silent ranks with a log of their own, and every other rank's log here.
@@ -22,6 +22,9 @@ SILENT_WITH_LOG_SCORE = 0.8
 SILENT_SOME_LOGS_MISSING_SCORE = 0.55
 # Only ranks with no log at all are silent (they crashed or hung before writing, or were not collected).
 SILENT_WITHOUT_LOG_SCORE = 0.65
+# A rank that reported the wait itself: evidence against its having stopped first, but weak (in NCCL the
+# rank behind times out too, in its own earlier collective), so it clears no one.
+REPORTED_WAIT_WEIGHT = 0.3
 
 
 def silent_rank(ctx: Context) -> Hypothesis | None:
@@ -106,12 +109,27 @@ def _where_waiting_began(ctx: Context) -> str:
     return text + "."
 
 
+def reported_waits(ctx: Context) -> list[MemberEvidence]:
+    """The ranks whose own log reports the wait (a timeout, a lost peer) and no failure of their own."""
+    items = []
+    for rank in ctx.waiters():
+        f = ctx.facts[rank]
+        lines = f.timeouts + f.peer_errors + f.detections
+        if f.self_failures or not lines:
+            continue
+        items.append(MemberEvidence(kind="rank", rank=rank, host=ctx.host_of(rank), stance=Stance.AGAINST,
+                                    source="silent-rank", weight=REPORTED_WAIT_WEIGHT, citation=lines[0].evidence,
+                                    fact=f"reported the wait itself ({lines[0].message})"))
+    return items
+
+
 PRINCIPLE = Principle(
-    name="silent-rank", emits=("silent-rank",), run=silent_rank,
+    name="silent-rank", emits=("silent-rank",), run=silent_rank, evidence=reported_waits,
     summary="Every other rank timed out or lost a peer, and a few ranks did not: the silent ones are what "
             "the others waited for (hung, or gone without a line), and their last lines show where they "
             "stopped. Ranks the launcher stopped after another rank failed are not silent by themselves. "
             "When only ranks with no log at all are silent, they are named, more weakly. One rank's log with a "
             "world size no line states (only the highest rank seen) makes no rank silent: the ranks it lacks "
             "are a guess from that one file. The reasoning says in which group and collective the waiting "
-            "began.")
+            "began. Of every rank whose log reports the wait itself it says so, a weak fact against it that "
+            "clears no one (in NCCL the rank behind times out too).")
