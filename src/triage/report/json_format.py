@@ -7,7 +7,16 @@ import time
 from typing import Any, TextIO
 
 from triage.config import build_config
-from triage.model import Culprit, Decision, Event, Evidence, Hypothesis, MemberEvidence, Report, Unexplained
+from triage.model import (
+    Culprit,
+    Decision,
+    Event,
+    Evidence,
+    Hypothesis,
+    MemberEvidence,
+    Report,
+    Unexplained,
+)
 from triage.progress import Op, RankProgress, build_progress, describe
 from triage.report import indented_json
 from triage.report.views import ReportView, repeated

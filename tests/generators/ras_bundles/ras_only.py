@@ -62,7 +62,8 @@ def unresponsive_then_dead(*, version: str, nodes: int, gpus: int, culprit: int,
     mon = rasgen.MONITOR_BANNER
     mon += rasgen.monitor_line(stop + 60.4, "PEER_DEAD", gone)
     files[f"ras/ras-monitor-{rasgen.stamp(stop - 300.0)}Z.log"] = mon
-    return Built(files, truth("diagnosed", "execution", "crashed_process", [culprit], [gone], snaps,
+    # Not answering, then dead: it stopped (a process that dies closes its RAS connections at once).
+    return Built(files, truth("diagnosed", "execution", "hung_process", [culprit], [gone], snaps,
                               "text", files, extra_formats=["ras-monitor-2.29"],
                               world_hash=f"{world.hash:016x}", unresponsive_first=gone.pid,
                               stopped_answering=iso(stop)))
@@ -157,5 +158,5 @@ def json_dead(*, version: str, nodes: int, gpus: int, culprit: int, ops: int, bc
             timeouts=0 if dead else 1, seconds=0.004 if dead else 5.003,
         ))
     files = snapshot_files(snaps, "json")
-    return Built(files, truth("diagnosed", "execution", "crashed_process", [culprit], [gone], snaps,
+    return Built(files, truth("diagnosed", "execution", "hung_process", [culprit], [gone], snaps,
                               "json", files, world_hash=f"0x{world.hash:x}"))

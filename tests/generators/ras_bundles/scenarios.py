@@ -48,8 +48,9 @@ SCENARIOS: list[Scenario] = [
         "INCOMPLETE (Missing communicator data from 1 job process), the world communicator "
         "INCOMPLETE with rank 9, and a TIMEOUT while gathering (the 5 s collective leg timeout). "
         "30 s later (past RAS's 60 s) the same process is DEAD. An `ncclras -m all` running on the "
-        "first node logged the PEER_DEAD event in between. Rank 9 crashed during execution; the "
-        "15 others wait at the same count.",
+        "first node logged the PEER_DEAD event in between. Rank 9 stopped (hung) during execution: "
+        "a process that died would have closed its RAS connections, not stopped answering; the 15 "
+        "others wait at the same count.",
         unresponsive_then_dead,
         {"version": "2.29.7", "nodes": 2, "gpus": 8, "culprit": 9, "ops": 5021, "bcast": 2,
          "after_s": [40.0, 70.0], "seed": 202, "verbose": True},
@@ -114,8 +115,8 @@ SCENARIOS: list[Scenario] = [
         "(172.16.64.210, GPU 4) stopped answering its world rank is in missing_ranks with "
         "unresponsive true, considered_dead false (timeouts_count 1); 45 s later considered_dead "
         "true. NCCL 2.28.7-2.28.9 write no comma after a missing rank's nvml_dev, so both documents "
-        "are invalid JSON (fixed in 2.29.2); a reader has to tolerate it. Rank 4 crashed during "
-        "execution.",
+        "are invalid JSON (fixed in 2.29.2); a reader has to tolerate it. Rank 4 stopped (hung) "
+        "during execution: it stopped answering before RAS declared it dead.",
         json_dead,
         {"version": "2.28.9", "nodes": 2, "gpus": 8, "culprit": 4, "ops": 3301, "bcast": 2,
          "after_s": [30.0, 75.0], "seed": 207},

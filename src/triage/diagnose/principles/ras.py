@@ -290,12 +290,15 @@ def _dead_or_missing(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
             (pid, src) == (e.fields.get("culprit_pid"), e.evidence.source) and line < e.evidence.line
             for pid, src, line in before)]
         # One timeline per process: not answering (RAS timed out gathering its data), then unreachable.
-        # RAS cannot tell a process that stopped from one that died: both go this way.
+        # A process that dies closes its RAS connections and is declared dead at once; one first seen
+        # unresponsive, then dead after RAS's 60 s of retries, stopped (the RAS guide's own example).
         what = ("RAS considers the process dead (unreachable via the RAS network)"
-                + (", after it had stopped answering (an earlier snapshot, or the block before): it died or "
-                   "stopped (RAS cannot tell which; its log or `dmesg` on its node can), and" if was else " and")
+                + (", after it had stopped answering (an earlier snapshot, or the block before): a process that "
+                   "dies closes its connections, so this one stopped (hung or frozen; its log, or `py-spy dump` "
+                   "on its node while it lives, says where), and" if was else " and")
                 + " the other ranks wait on it.")
-        found = _Finding(Category.CRASHED_PROCESS, DEAD_SCORE, what, dead + [e for e in missing if e not in dead])
+        found = _Finding(Category.HUNG_PROCESS if was else Category.CRASHED_PROCESS, DEAD_SCORE, what,
+                         dead + [e for e in missing if e not in dead])
         return _place(ctx, last, dead + missing, found)
     persistent = [e for e in missing if (e.fields.get("culprit_pid"), e.fields.get("pg_rank")) in earlier]
     what = ("RAS got no data from the process" + (f" in {len(snaps)} snapshots in a row" if persistent else "")
