@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from triage.model import Category, Culprit, Phase, Report, Status, Verdict
-from triage.watch import act
+from triage.watch import act, sample
 from triage.watch.progress import (
     IDLE_S,
     LEARN_FACTOR,
@@ -245,3 +245,13 @@ def test_kill_needs_a_diagnosed_verdict_above_the_floor_naming_a_rank_that_makes
     assert not act.may_end(_report(Status.DIAGNOSED, 0.85, [2]), hang, None, 0.7)[0]  # it moved again
     silent = _finding("silent", (), can_act=False)
     assert not act.may_end(_report(Status.DIAGNOSED, 0.85, [2]), silent, silent, 0.7)[0]
+
+
+def test_only_a_refused_stack_sample_ends_stack_sampling() -> None:
+    # A rank still starting fails one dump; watch that took it for blindness never named an idle
+    # culprit again (it saw a silent hang and, rightly, never acted on it).
+    assert not sample.refused("py-spy could not read pid 4494: Error: Failed to get stack traces")
+    assert not sample.refused("py-spy took longer than 10 s")
+    assert sample.refused("py-spy could not read pid 7: Permission denied (os error 13) (ptrace not permitted: "
+                          "run as the job's user with CAP_SYS_PTRACE, or kernel.yama.ptrace_scope=0)")
+    assert sample.refused("py-spy could not run: No such file or directory")

@@ -270,7 +270,7 @@ class _Watch:
             again = sample.proc_sample(rank, [p for p in descendants(rank.pid, self.tree) if p != rank.pid], now)
             if view is not None and again is not None:
                 self._observe(rank.rank, dataclasses.replace(again, stack=view))
-        refused = [p for p in problems if "ptrace" in p or "ermission" in p or "could not run" in p]
+        refused = [p for p in problems if sample.refused(p)]
         if not views and refused and len(refused) == len(problems):  # not a rank that just ended, or a slow one
             self.model.stacks = False
             line = (f"stacks cannot be taken ({refused[0]}): who waits on whom is not known; a long silence is "
@@ -286,7 +286,9 @@ class _Watch:
             blind.append("stacks (py-spy is not installed: pip install 'triage[watch]')")
         else:
             _, why = sample.dump(self.spy, members[0].pid)
-            if why:
+            # Only a refusal ends stack sampling: a rank still starting fails a dump once ("Failed to get
+            # stack traces") and is read at the next sample.
+            if why and sample.refused(why):
                 self.model.stacks = False
                 blind.append(f"stacks ({why})")
         if sample.proc_counters(members[0].pid)[1] < 0:

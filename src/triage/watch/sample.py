@@ -95,6 +95,12 @@ def dump(spy: str, pid: int, native: bool = False, timeout: float = SAMPLE_TIMEO
     return out, ""
 
 
+def refused(why: str) -> bool:
+    """A py-spy failure that will not go away by itself (no ptrace, no permission, no py-spy), as
+    opposed to one of a process that is starting, ending or slow to read, which the next sample retries."""
+    return "ptrace" in why or "ermission" in why or "could not run" in why
+
+
 def stack_samples(spy: str, ranks: list[RankProc], rules: list[Rule]) -> tuple[dict[int, StackView], list[str]]:
     """Every rank's stack at once (by pid), and why some could not be taken."""
     views: dict[int, StackView] = {}
