@@ -176,7 +176,8 @@ def test_a_sub_group_check_while_another_group_is_busy(sequence: dict[int, list[
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["between", "before", "after"])
+@pytest.mark.parametrize("point", ["between", pytest.param("before", marks=pytest.mark.matrix),
+                                   pytest.param("after", marks=pytest.mark.matrix)])
 def test_a_rank_frozen_in_the_check_gets_the_others_decision_and_the_group_realigns(
         tmp_path: Path, point: str) -> None:
     """Rank 2 freezes at call FROZEN_AT: before it (between checks), before its all-reduce, or after its

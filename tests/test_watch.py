@@ -246,6 +246,7 @@ def test_a_rank_sleeping_forever_is_named_and_kill_ends_the_job(tmp_path: Path) 
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_attached_to_a_job_holding_the_gil_in_a_c_call(tmp_path: Path) -> None:
     # py-spy reads a process's memory without its GIL: a rank stuck in a C call holding it is read too.
     _torch_and_sampler()
@@ -268,6 +269,7 @@ def test_attached_to_a_job_holding_the_gil_in_a_c_call(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_a_rank_blocked_on_a_lock_is_named_with_native_frames(tmp_path: Path) -> None:
     _torch_and_sampler()
     code, report, err = _watch(tmp_path, "--stall", "8", "--on-hang", "kill", "--grace", "5", "--native",
@@ -281,6 +283,7 @@ def test_a_rank_blocked_on_a_lock_is_named_with_native_frames(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_a_rank_hanging_inside_a_sub_group_is_named(tmp_path: Path) -> None:
     _torch_and_sampler()
     code, report, err = _watch(tmp_path, "--stall", "8", "--on-hang", "kill", "--grace", "5",
@@ -301,6 +304,7 @@ def test_a_killed_rank_ends_the_job_with_its_code_after_a_post_mortem(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_slow_steady_steps_and_a_pause_below_the_window_do_not_fire(tmp_path: Path) -> None:
     _torch_and_sampler()
     code, report, err = _watch(tmp_path, "--stall", "15",
@@ -312,6 +316,7 @@ def test_slow_steady_steps_and_a_pause_below_the_window_do_not_fire(tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_a_watcher_killed_mid_way_leaves_the_job_to_finish(tmp_path: Path) -> None:
     _torch_and_sampler()
     folder = tmp_path / "w"
@@ -375,6 +380,7 @@ def test_a_checkpoint_of_rank_0_while_the_others_wait_in_a_barrier_is_never_kill
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_steps_that_lengthen_past_the_window_are_never_killed(tmp_path: Path) -> None:
     _torch_and_sampler()
     _healthy(tmp_path, "--fault", "lengthen", "--at", "0", "--step-time", "1", "--growth", "1.6", "--steps", "7",
@@ -382,6 +388,7 @@ def test_steps_that_lengthen_past_the_window_are_never_killed(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_attached_to_a_job_whose_output_is_a_pipe_it_says_so_and_never_kills(tmp_path: Path) -> None:
     _torch_and_sampler()
     job = subprocess.Popen(_torchrun("--fault", "eval", "--at", "3", "--pause", "20", "--steps", "12",
@@ -406,6 +413,7 @@ def test_attached_to_a_job_whose_output_is_a_pipe_it_says_so_and_never_kills(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_a_spinning_rank_under_a_plain_shell_launcher_is_named(tmp_path: Path) -> None:
     # The suspect line before the window is the recorded replays' (test_watch_progress.py): here the
     # window is the suspect's own delay, so the outcome does not hang on when a sample falls.
@@ -420,6 +428,7 @@ def test_a_spinning_rank_under_a_plain_shell_launcher_is_named(tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.matrix
 def test_attached_to_a_job_whose_rank_already_spins(tmp_path: Path) -> None:
     _torch_and_sampler()
     log_path = tmp_path / "job.log"
