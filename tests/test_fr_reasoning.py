@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 
 from triage.api import analyze
+from triage.job.progress import build_progress
 from triage.model import Event, Evidence, Identity, Kind, Phase, Status
-from triage.progress import build_progress
 from triage.report import json_format
 from triage.report.views import build
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from triage.api import analyze
-from triage.groups import DEFAULT
 from triage.identity import group_ref
+from triage.job.groups import DEFAULT
 from triage.model import Event, Evidence, Identity, Kind, Milestone, Phase
 
 WATCHDOG_25 = ("[rank{g}]:[E1122 10:00:{s:02d}.000000000 ProcessGroupNCCL.cpp:632] [PG ID {pid} PG GUID "

@@ -1,4 +1,4 @@
-"""One reading of progress, written once in the job's progress model (triage.progress), and three loose ends.
+"""One reading of progress, written once in the job's progress model (triage.job.progress), and three loose ends.
 
 The lagging-rank principle reads what is in flight from `Job.progress` (each member's `log_waiting`
 / `log_idle`), not from the log-read groups on its own; the ras-status principle reads RAS's
@@ -24,8 +24,8 @@ from triage.diagnose.facts import rank_facts
 from triage.diagnose.principles.progress import lagging_rank
 from triage.diagnose.verdict import diagnose
 from triage.job import Job, separate_runs
+from triage.job.progress import Progress, RasCount, build_progress
 from triage.model import Event, Evidence, Identity, Kind, Phase
-from triage.progress import Progress, RasCount, build_progress
 from triage.report.json_format import to_dict
 
 

@@ -95,7 +95,7 @@ FIELDS: dict[str, Field] = {
     "phase": Field("phase", "phase the line names; a rule of phase `any` takes its event phase from it"),
     "time": Field("timestamp", "wall-clock time written inside the message (ChildFailedError `time :`); wins over the line's clock"),
     # The other end of a failed link or wait.
-    "peer_rank": Field("int", "rank at the other end of the failed link or wait, as the line numbers it (HCCL: in the operation's communicator); triage.peers resolves it to a global rank"),
+    "peer_rank": Field("int", "rank at the other end of the failed link or wait, as the line numbers it (HCCL: in the operation's communicator); triage.job.peers resolves it to a global rank"),
     "peer_ip": Field("ip", "address at the other end of the failed connection"),
     "peer_port": Field("int", "port at the other end of the failed connection"),
     "peer_host": Field("host", "host name at the other end of the failed connection"),
@@ -177,7 +177,7 @@ FIELDS: dict[str, Field] = {
     "fr_frames_total": Field("int", "flight-recorder entry: frames the entry had before they were cut to the innermost few"),
     "fr_thread": Field("str", "flight-recorder entry: thread_name (thread_id), 2.10"),
     "fr_kept": Field("str", "flight-recorder entry: why it got an event: `in-flight` (not known complete) or `last-completed`"),
-    # Configuration the logs echo, compared across ranks (triage.config).
+    # Configuration the logs echo, compared across ranks (triage.job.config).
     "nccl_version": Field("str", "NCCL version a process loaded (`2.28.9`), from its banner"),
     "cuda_version": Field("str", "CUDA version NCCL was built for (`12.8`), from its banner"),
     "env_name": Field("str", "a setting the log echoes: `NCCL_SOCKET_IFNAME` of `… set by environment to eth0`"),

@@ -127,7 +127,7 @@ class Event:
     # Set by the identity stage: the ranks the message names are ranks of a sub-group, not global.
     names_group_ranks: bool = False
     # Who the line is about besides its writer, in global ranks: set once by the peer pass
-    # (triage.peers) after the job is built. The captured fields are left as the line said them.
+    # (triage.job.peers) after the job is built. The captured fields are left as the line said them.
     peer: int | None = None  # the rank at the other end of its wait, its lost link or a failed probe
     peer_host: str | None = None  # the host at the other end of a failed connection
     about: tuple[int, ...] = ()  # the ranks a tool's line names as the cause, or a RAS line describes

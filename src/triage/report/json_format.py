@@ -6,7 +6,8 @@ import json
 import time
 from typing import Any, TextIO
 
-from triage.config import build_config
+from triage.job.config import build_config
+from triage.job.progress import Op, RankProgress, build_progress, describe
 from triage.model import (
     Culprit,
     Decision,
@@ -17,7 +18,6 @@ from triage.model import (
     Report,
     Unexplained,
 )
-from triage.progress import Op, RankProgress, build_progress, describe
 from triage.report import indented_json
 from triage.report.views import ReportView, repeated
 from triage.unexplained import format_time, rule_command

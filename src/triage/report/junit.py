@@ -61,7 +61,7 @@ def document(view: ReportView) -> ET.Element:
     for i, line in enumerate(view.progress):  # per process group, from the flight-recorder dumps
         ET.SubElement(props, "property", name=f"triage.group.{i}", value=_xml_safe(line))
     for i, line in enumerate(view.config):
-        ET.SubElement(props, "property", name=f"triage.config.{i}", value=_xml_safe(line))
+        ET.SubElement(props, "property", name=f"triage.job.config.{i}", value=_xml_safe(line))
     failures = skipped = 0
     for rank in view.ranks:
         case = _case(suite, f"rank {rank.rank}", f"{_SUITE}.{rank.host or 'ranks'}")

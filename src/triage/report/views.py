@@ -10,9 +10,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage.config import build_config
+from triage.job.config import build_config
+from triage.job.progress import build_progress, describe
 from triage.model import Culprit, Decision, Event, Evidence, Kind, Report, Status
-from triage.progress import build_progress, describe
 from triage.ranks import fmt_ranks
 
 ARCHIVE_SEP = "!"  # a source inside an archive is named `archive!member`

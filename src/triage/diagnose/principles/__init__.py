@@ -3,7 +3,7 @@
 Each principle reads the job's facts and returns a scored candidate (a `Hypothesis`) or None when
 its evidence is absent; its score says how strongly that evidence alone supports the candidate, and
 the verdict stage (verdict.py) weighs the candidates against each other. A principle applies to
-every family whose lines carry its evidence; the peer pass (triage.peers) has already put who each
+every family whose lines carry its evidence; the peer pass (triage.job.peers) has already put who each
 line is about in global ranks.
 
 To add a principle: write it in the module of its kind (or a new one), declare its `Principle`

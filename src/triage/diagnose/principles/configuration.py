@@ -1,4 +1,4 @@
-"""Cross-rank configuration as a cause (triage.config): the minority that explains a failed set-up.
+"""Cross-rank configuration as a cause (triage.job.config): the minority that explains a failed set-up.
 
 Ranks that load another NCCL (or CUDA) version, or use another NCCL_SOCKET_IFNAME / NCCL_IB_HCA, than
 the majority cannot connect to them: a communicator init, or the first collective that sets up the
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from triage.config import AFFECTS_INIT, build_config
 from triage.diagnose.context import Context, evidence_of, minority
 from triage.diagnose.principles.principle import Principle
 from triage.identity import about_another
+from triage.job.config import AFFECTS_INIT, build_config
 from triage.model import (
     Category,
     Culprit,

@@ -1,6 +1,6 @@
 """Flight-recorder dumps read per process group (docs/design.md §4; docs/flight-recorder.md).
 
-The job's progress model (triage.progress) holds, per group and rank, what each dump says: the
+The job's progress model (triage.job.progress) holds, per group and rank, what each dump says: the
 group's last enqueued and completed work, the signature of every collective by sequence number,
 and the entries still in flight with their times and stacks. Read as an engineer reads it:
 
@@ -38,8 +38,8 @@ from collections import Counter
 
 from triage.diagnose.context import Context, minority
 from triage.diagnose.principles.principle import Principle
+from triage.job.progress import GroupProgress, Op, Progress, RankProgress, clock, describe
 from triage.model import Category, Culprit, Evidence, Hypothesis, MemberEvidence, Phase, Stance
-from triage.progress import GroupProgress, Op, Progress, RankProgress, clock, describe
 from triage.ranks import fmt_ranks
 
 MISMATCH_SCORE = 0.85

@@ -16,8 +16,8 @@ import regex
 from triage.diagnose.context import Context, groups_by_progress, minority, rank_culprit
 from triage.diagnose.principles.principle import Principle
 from triage.job import INIT_CALLS
+from triage.job.peers import ranks_at
 from triage.model import Category, Event, Hypothesis
-from triage.peers import ranks_at
 from triage.ranks import fmt_ranks
 
 # Inside one group, a few ranks timed out at the same SeqNum in another collective than the rest.

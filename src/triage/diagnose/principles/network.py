@@ -1,7 +1,7 @@
 """The far end that network errors name: one process's endpoint, the link between two hosts, or a host.
 
 Peer errors name the other end of a failed connection (an address, a host, a rank on a network
-line); the peer pass (triage.peers) has resolved each into a host (`Event.peer_host`). When most of
+line); the peer pass (triage.job.peers) has resolved each into a host (`Event.peer_host`). When most of
 them name one host, reported from other hosts, and no rank there failed by itself, its network (or
 its processes) went away; errors on both ends of one pair of hosts name the link between them, and
 errors that all name one address and port name the one process listening there.

@@ -6,7 +6,7 @@ failure but the writer's. Yet a failure line often names the far end: HCCL's LIN
 whose link timed out (`dest_ip(user_rank)`, whatever `MyRole` says), a notify wait's `remote rank
 [N]` (EI0002), a link that could not be built (`remoteUserrank`, beside EI0006), NCCL's `Connection
 closed by remote peer <addr>` or gloo's `Connection closed by peer [addr]` where the address is one
-rank's. The peer pass (triage.peers) has put that far end in global ranks (`Event.peer`).
+rank's. The peer pass (triage.job.peers) has put that far end in global ranks (`Event.peer`).
 
 That peer is the lead, named at a capped score: the writer may wait on a rank that was itself held
 up by another, and only the peer's own log can say which. So the principle stands back when the

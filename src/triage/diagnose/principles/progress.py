@@ -6,7 +6,7 @@ early); the rank with nothing in flight while its peers wait on it stopped on th
 enqueue gap alone is a lead, never a culprit stated with confidence. A straggler that was only slow
 once arrives after its peers timed out and then fails too; its wait began long after theirs.
 
-The reading of what is in flight is the job's progress model's (triage.progress: `in_flight`,
+The reading of what is in flight is the job's progress model's (triage.job.progress: `in_flight`,
 `idle`, each member's `log_waiting`/`log_idle`), read here from what the ranks' logs say of each
 group; the flight-recorder principle reads the same model's dumps.
 """
@@ -17,8 +17,8 @@ from collections import Counter
 
 from triage.diagnose.context import Context, rank_culprit
 from triage.diagnose.principles.principle import Principle
+from triage.job.progress import GroupProgress, idle, stated_count
 from triage.model import Category, Event, Hypothesis, Kind
-from triage.progress import GroupProgress, idle, stated_count
 from triage.ranks import fmt_ranks
 
 # A few ranks of one group stopped short: nothing in flight while the others waited (or, for the

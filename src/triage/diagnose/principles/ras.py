@@ -6,13 +6,13 @@ says is weighed by what the others say:
 - a process RAS considers DEAD is the prime suspect; one it could not reach, or whose
   communicator data is missing, is unresponsive (stuck, or on its way to dead);
 - operation counts are read by majority per communicator and collective (the job's progress
-  model, triage.progress.RasCount, holds them per snapshot): the minority *behind*
+  model, triage.job.progress.RasCount, holds them per snapshot): the minority *behind*
   are stragglers only when the counts stay the same across snapshots (the job is stuck); counts
   that move are a busy job, and a minority *ahead* has merely issued the next collective;
 - ranks still in INIT or FINALIZE while others run are a transition, an alarm only when they
   stay there across snapshots.
 
-RAS speaks in communicator ranks; the peer pass (triage.peers) has turned the rank each line
+RAS speaks in communicator ranks; the peer pass (triage.job.peers) has turned the rank each line
 describes into a global rank (`Event.about`).
 """
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from triage.diagnose.context import Context, evidence_of
 from triage.diagnose.principles.principle import Principle
 from triage.job import Job
+from triage.job.progress import RasCount
 from triage.model import Category, Culprit, Event, Hypothesis, Kind, Phase
-from triage.progress import RasCount
 from triage.ranks import fmt_ranks
 
 # The last snapshot shows a process RAS considers dead.
@@ -323,7 +323,7 @@ def _reported_errors(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
 
 def _counts(ctx: Context, snap: Snapshot) -> dict[tuple[str, str], RasCount]:
     """Per (communicator, collective): its counts in this snapshot, read by majority in the job's
-    progress model (triage.progress.RasCount)."""
+    progress model (triage.job.progress.RasCount)."""
     return ctx.job.progress.ras.get(snap.name, {})
 
 

@@ -4,7 +4,7 @@ HCCL's lines say whom a rank waited on (a timed-out link's far end, a notify wai
 its connection probe which pair could not connect, its negotiation root which ranks never arrived,
 its error CQEs which device a failed transfer went to, and torch_npu's agents which root address
 they could not reach. Each principle here follows one of those to the rank (or link) the others
-waited for. The peer pass (triage.peers) has already turned the ranks, devices and addresses the
+waited for. The peer pass (triage.job.peers) has already turned the ranks, devices and addresses the
 lines name into global ranks (`Event.peer`, `Event.about`).
 """
 
@@ -17,8 +17,8 @@ import regex
 from triage.diagnose.context import Context, evidence_of, failure_category, rank_culprit
 from triage.diagnose.principles.peer_named import PEER_NAMED_SCORE, one_log_at_hand, peer_named
 from triage.diagnose.principles.principle import Principle
+from triage.job.peers import ranks_at
 from triage.model import Category, Culprit, Event, Hypothesis
-from triage.peers import ranks_at
 from triage.ranks import fmt_ranks
 
 # The waits lead to one rank, whose log is here (it waited on no one) / whose log is missing.

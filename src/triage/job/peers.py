@@ -32,7 +32,7 @@ from triage.model import Category, Event, Kind
 from triage.ranks import parse_ranks
 
 if TYPE_CHECKING:
-    from triage.job import Job
+    from triage.job.job import Job
 
 
 @dataclass

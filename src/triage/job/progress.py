@@ -6,7 +6,7 @@ Sources (each keeps its own numbers, so that they can be compared):
   status (last enqueued / started / completed), the signature of every collective in the buffer
   by `collective_seq_id` (and of every P2P op by `p2p_seq_id`), and the entries not known complete
   with their times and stacks;
-- text logs (the job's `ProcessGroup` members, triage.groups): the watchdog's last enqueued and
+- text logs (the job's `ProcessGroup` members, triage.job.groups): the watchdog's last enqueued and
   completed work, the SeqNum a rank timed out in (desync reports and watchdog lines);
 - NCCL RAS (`ras-rank-launched-up-to`, `ras-op-count-group`): how many operations of each
   collective each communicator's ranks launched, per snapshot, and the majority's count (`RasCount`,

@@ -1,9 +1,9 @@
-"""Merge the events of every source into one picture of the job: each rank's story.
+"""Build the job from every source's events: each rank's story, its groups, who each line is about.
 
 Who wrote what is settled by the identity stage (`triage.identity`); here the events are put in
 time order per rank, each rank's last milestone is placed, and the process groups with their
-per-member progress are built (`triage.groups`), and who each line is about besides its writer
-is resolved into global ranks (`triage.peers`). World size comes from `--world-size`, NCCL
+per-member progress are built (`triage.job.groups`), and who each line is about besides its writer
+is resolved into global ranks (`triage.job.peers`). World size comes from `--world-size`, NCCL
 `nranks`, the store's client count, HCCL/RAS summaries, or at least the highest rank seen.
 """
 
@@ -12,40 +12,14 @@ from __future__ import annotations
 import calendar
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 
-from triage.groups import build_groups
 from triage.identity import about_another, resolve
-from triage.model import Event, Kind, Milestone, Phase, ProcessGroup, RankState, SourceInfo
-from triage.peers import resolve_peers
-from triage.progress import Progress, build_progress
+from triage.job.groups import build_groups
+from triage.job.job import DENSE_RANKS, Job
+from triage.job.peers import resolve_peers
+from triage.job.progress import build_progress
+from triage.model import Event, Kind, Milestone, Phase, RankState, SourceInfo
 from triage.ranks import parse_ranks
-
-# A world size is a number a log or a user states, never an allocation size: up to this many ranks
-# every rank gets a state (the grid shows each); beyond it only ranks with a log, an event or a name
-# do, and the others are kept as ranges (`Job.unlisted`).
-DENSE_RANKS = 8192
-
-
-@dataclass
-class Job:
-    ranks: dict[int, RankState]
-    world_size: int | None
-    world_size_from: str | None
-    events: list[Event]  # every event, in time order where times are known
-    ip_hosts: dict[str, str] = field(default_factory=dict)  # address -> host name
-    groups: dict[str, ProcessGroup] = field(default_factory=dict)  # process groups seen
-    # Ranks of a world larger than DENSE_RANKS that left no log and no event: (first, last) ranges.
-    unlisted: list[tuple[int, int]] = field(default_factory=list)
-    # Each group's progress from dumps, logs and RAS together (triage.progress).
-    progress: Progress = field(default_factory=Progress)
-
-    def hosts(self) -> dict[str, list[int]]:
-        by_host: dict[str, list[int]] = defaultdict(list)
-        for rank, state in sorted(self.ranks.items()):
-            if state.host:
-                by_host[state.host].append(rank)
-        return dict(by_host)
 
 
 def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | None = None) -> Job:
