@@ -178,3 +178,20 @@ def test_ranks_ended_by_a_mismatch_they_report_are_no_silent_stop() -> None:
     v = analyze([FIX / "fr-shape-early-rank1" / "logs"], jobs=1).verdict
     assert v.status is Status.INCONCLUSIVE and v.category.value == "collective_mismatch"
     assert "do not say which rank was odd" in v.reasoning and "What would settle it" in v.reasoning
+
+
+def test_ras_missing_then_dead_without_a_timeout_is_a_process_that_died(tmp_path: Path) -> None:
+    # The guide's two snapshots say the process stopped: RAS timed out waiting on it, then declared it
+    # dead. A killed process closes its connections (a real SIGKILL under NCCL 2.28.9 shows as missing
+    # data and no timeout): the same two snapshots without the TIMEOUT block are a crash.
+    guide = FIX / "ras-guide-incomplete-then-dead-rank21" / "logs"
+    stopped = analyze([guide]).verdict
+    assert (stopped.category.value, [c.rank for c in stopped.culprits]) == ("hung_process", [21])
+    for src in guide.iterdir():
+        text = src.read_text(encoding="utf-8")
+        cut = text.replace("TIMEOUT\n  Encountered 2 communication timeouts while gathering communicator data\n", "")
+        (tmp_path / src.name).write_text(cut, encoding="utf-8")
+    assert "communication timeouts" in "".join(p.read_text() for p in guide.iterdir())
+    assert "communication timeouts" not in "".join(p.read_text() for p in tmp_path.iterdir())
+    died = analyze([tmp_path]).verdict
+    assert (died.category.value, [c.rank for c in died.culprits]) == ("crashed_process", [21])

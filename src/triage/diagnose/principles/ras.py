@@ -59,6 +59,10 @@ class Snapshot:
     def named(self, *states: str) -> list[Event]:
         return [e for e in self.events if e.kind is Kind.CULPRIT_NAMED and e.fields.get("exception") in states]
 
+    def timed_out(self) -> bool:
+        """RAS timed out gathering this snapshot's data: a process did not answer (TIMEOUT block)."""
+        return any(e.rule_id == "ras-timeouts" for e in self.events)
+
 
 @dataclass
 class _Index:
@@ -289,15 +293,25 @@ def _dead_or_missing(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
         was = [e for e in dead if any(pid == e.fields.get("culprit_pid") for pid, _ in earlier) or any(
             (pid, src) == (e.fields.get("culprit_pid"), e.evidence.source) and line < e.evidence.line
             for pid, src, line in before)]
-        # One timeline per process: not answering (RAS timed out gathering its data), then unreachable.
-        # A process that dies closes its RAS connections and is declared dead at once; one first seen
-        # unresponsive, then dead after RAS's 60 s of retries, stopped (the RAS guide's own example).
+        # Stopped, not died: RAS waited on it and timed out (a killed process closes its connections:
+        # a real SIGKILL shows as missing data with no timeout, then dead).
+        # (JSON says so of each process; a text snapshot says it in its TIMEOUT block.)
+        unanswered = {e.fields.get("culprit_pid") for s in snaps[:-1] for e in s.named("unresponsive", "missing")
+                      if s.timed_out() or (e.rule_id == "ras-comm-incomplete" and e.fields.get("exception") == "unresponsive")}
+        timed_out = [(t.evidence.source, t.evidence.line) for t in last.events if t.rule_id == "ras-timeouts"]
+        unanswered |= {pid for pid, src, line in before if any(s == src and at > line for s, at in timed_out)}
+        stopped = [e for e in was if e.fields.get("culprit_pid") in unanswered]
+        # One timeline per process: not answering (RAS timed out gathering its data), then unreachable
+        # after RAS's 60 s of retries: it stopped (the RAS guide's own example). Missing, then dead, with
+        # no timeout: it died.
         what = ("RAS considers the process dead (unreachable via the RAS network)"
-                + (", after it had stopped answering (an earlier snapshot, or the block before): a process that "
-                   "dies closes its connections, so this one stopped (hung or frozen; its log, or `py-spy dump` "
-                   "on its node while it lives, says where), and" if was else " and")
+                + (", after it had stopped answering (RAS timed out waiting on it in an earlier snapshot, or the "
+                   "block before): it stopped (hung or frozen) rather than died, whose connections would have "
+                   "closed; its log, or `py-spy dump` on its node while it lives, says where, and" if stopped else
+                   ", after an earlier snapshot missed its data: it died or stopped (its log or `dmesg` on its "
+                   "node says which), and" if was else " and")
                 + " the other ranks wait on it.")
-        found = _Finding(Category.HUNG_PROCESS if was else Category.CRASHED_PROCESS, DEAD_SCORE, what,
+        found = _Finding(Category.HUNG_PROCESS if stopped else Category.CRASHED_PROCESS, DEAD_SCORE, what,
                          dead + [e for e in missing if e not in dead])
         return _place(ctx, last, dead + missing, found)
     persistent = [e for e in missing if (e.fields.get("culprit_pid"), e.fields.get("pg_rank")) in earlier]
