@@ -75,9 +75,12 @@ def stack_view(text: str, rules: list[Rule]) -> StackView | None:
                      signature=signature, where=frames[0] if frames else "")
 
 
-def dump(spy: str, pid: int, native: bool = False, timeout: float = SAMPLE_TIMEOUT_S) -> tuple[str, str]:
-    """(py-spy's dump, why there is none)."""
-    command = [spy, "dump", "--nonblocking", "--pid", str(pid)] + (["--native"] if native else [])
+def dump(spy: str, pid: int, native: bool = False, timeout: float = SAMPLE_TIMEOUT_S,
+         nonblocking: bool = True) -> tuple[str, str]:
+    """(py-spy's dump, why there is none). A sample never pauses the rank (a pause is activity);
+    the snapshot's dump, taken once the hang is seen, may (it reads a consistent stack)."""
+    command = [spy, "dump", *(["--nonblocking"] if nonblocking else []), "--pid", str(pid)] + (
+        ["--native"] if native else [])
     try:
         done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from triage.watch import sample
 from triage.watch.procs import RankProc, render_state, state_of
 
 PYSPY_TIMEOUT_S = 30.0
@@ -106,22 +107,8 @@ def _rank_items(folder: Path, rank: RankProc, manifest: Manifest, spy: str | Non
         manifest.add("stacks", None, began, rank.rank,
                      "py-spy is not installed (pip install 'triage[watch]'): stacks not taken")
         return
-    command = [spy, "dump", "--pid", str(rank.pid)] + (["--native"] if native else [])
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=PYSPY_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        manifest.add("stacks", None, began, rank.rank, f"py-spy took longer than {PYSPY_TIMEOUT_S:.0f} s")
-        return
-    except OSError as exc:
-        manifest.add("stacks", None, began, rank.rank, f"py-spy could not run: {exc.strerror or exc}")
-        return
-    out = done.stdout.decode("utf-8", "replace")
-    if done.returncode != 0 or "\nThread " not in out:
-        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
-        first = next((line for line in said if line.strip()), f"exit code {done.returncode}")
-        why = f"py-spy could not read pid {rank.pid}: {first[:200]}"
-        if "ermission" in first or "ptrace" in first.lower():
-            why += " (ptrace not permitted: run as the job's user with CAP_SYS_PTRACE, or kernel.yama.ptrace_scope=0)"
+    out, why = sample.dump(spy, rank.pid, native, timeout=PYSPY_TIMEOUT_S, nonblocking=False)
+    if why:
         manifest.add("stacks", None, began, rank.rank, why)
         return
     header = (f"triage watch: py-spy dump of rank {rank.rank} (pid {rank.pid}"
