@@ -296,10 +296,13 @@ def _dead_or_missing(ctx: Context, snaps: list[Snapshot]) -> _Finding | None:
         # Stopped, not died: RAS waited on it and timed out (a killed process closes its connections:
         # a real SIGKILL shows as missing data with no timeout, then dead).
         # (JSON says so of each process; a text snapshot says it in its TIMEOUT block.)
-        unanswered = {e.fields.get("culprit_pid") for s in snaps[:-1] for e in s.named("unresponsive", "missing")
-                      if s.timed_out() or (e.rule_id == "ras-comm-incomplete" and e.fields.get("exception") == "unresponsive")}
+        unanswered: set[str | None] = set()
+        for snap in snaps[:-1]:
+            waited = snap.timed_out()  # once per snapshot: a large job's snapshot names thousands of ranks
+            unanswered |= {e.fields.get("culprit_pid") for e in snap.named("unresponsive", "missing")
+                           if waited or (e.rule_id == "ras-comm-incomplete" and e.fields.get("exception") == "unresponsive")}
         timed_out = [(t.evidence.source, t.evidence.line) for t in last.events if t.rule_id == "ras-timeouts"]
-        unanswered |= {pid for pid, src, line in before if any(s == src and at > line for s, at in timed_out)}
+        unanswered |= {pid for pid, src, line in before if any(source == src and at > line for source, at in timed_out)}
         stopped = [e for e in was if e.fields.get("culprit_pid") in unanswered]
         # One timeline per process: not answering (RAS timed out gathering its data), then unreachable
         # after RAS's 60 s of retries: it stopped (the RAS guide's own example). Missing, then dead, with
