@@ -6,13 +6,12 @@ A TCPStore server runs in its own process (as torchrun's agent hosts it). `--pro
 N client connections in all (threads, one connection each) and, round after round, every client
 sends what one rank sends to the store in one check at once:
 
-- `publish`: the path that publishes the pass (the first check, the one after a failure, or one
-  that began more than half its timeout after the previous one): one compare_set per rank on the
-  call's key, and the leader's delete of an old call's key;
+- `publish`: what every check sends, pass or not: one compare_set per rank on the call's slot of
+  the decisions' ring (replacing the decision of the call SLOTS before, or setting a new key);
 - `rollcall`: the slow path of a failed check: the answer (append, add), the wait for everyone's
   answers, the read of who answered, and the compare_set of the decision.
 
-(The fast path of back-to-back checks sends nothing.) For each round it records when each client
+For each round it records when each client
 sent its first request and got its last reply, and prints the round's makespan (first request to
 last reply over all clients: what the slowest rank waits for the store in that check) and the
 server's CPU time per round. Nothing here is a test; on a shared machine the figures carry its load.
@@ -29,6 +28,8 @@ import threading
 import time
 from datetime import timedelta
 from typing import Any
+
+from triage.health.protocol import SLOTS  # the ring of decision keys the check uses
 
 HOST = "127.0.0.1"
 
@@ -57,16 +58,14 @@ def _clients(port: int, first: int, count: int, total: int, rounds: int, mode: s
             store.wait([f"go/{r}"])
             began = time.time()
             if mode == "publish":
-                store.compare_set(f"{r}/d", "", "ok")
-                if rank == 0 and r >= 2:
-                    store.delete_key(f"{r - 2}/d")
+                store.compare_set(f"{r % SLOTS}/d", f"{r - SLOTS} ok" if r >= SLOTS else "", f"{r} ok")
             else:
                 store.append(f"{r}/rc", f"{rank},")
                 if store.add(f"{r}/rcn", 1) >= total:
                     store.set(f"{r}/rcall", "1")
                 store.wait([f"{r}/rcall"])
                 store.get(f"{r}/rc")
-                store.compare_set(f"{r}/d", "", json.dumps({"phase": "arrival", "missing": [], "why": "x"}))
+                store.compare_set(f"{r % SLOTS}/d", "", json.dumps({"phase": "arrival", "missing": [], "why": "x"}))
             times[r].append((began, time.time()))
             store.add(f"done/{r}", 1)
 

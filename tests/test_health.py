@@ -209,6 +209,14 @@ def test_a_rank_frozen_in_the_check_gets_the_others_decision_and_the_group_reali
     assert calls[2][failing]["reason"].startswith("this rank (rank 2) was named missing"), calls[2][failing]
     last = max(calls[0])
     assert last > failing and all(calls[rank][last]["ok"] for rank in calls), calls  # realigned
+    for rank in calls:  # each member says so once, at its first pass after the failures
+        said = [line for line in (job.out / "logs" / f"rank{rank}.log").read_text().splitlines()
+                if "check passed again" in line]
+        assert len(said) == 1 and f"(the last: call {max(n for n in calls[rank] if not calls[rank][n]['ok'])})" \
+            in said[0], (rank, said)
+    verdict = _analyze(job.out / "logs")  # a stall the job came through: not a hang
+    assert verdict["status"] == "no_failure", verdict
+    assert "naming rank 2)" in verdict["reasoning"] and "realigned" in verdict["reasoning"], verdict
 
 
 @pytest.mark.slow
@@ -450,8 +458,12 @@ def _rank_sequence(rank: int, record: Record) -> None:
 
     store = dist.distributed_c10d._get_default_store()
     sub_a, sub_b = dist.new_group([1, 3]), dist.new_group([0, 2])
-    # 1. healthy, many calls in a row: no growth in threads, store keys or memory
-    for _ in range(20):
+    # 1. healthy, many calls in a row: no growth in threads, store keys or memory (the decisions'
+    #    ring of keys is full after SLOTS calls: warmed up past it, then CALLS > SLOTS more)
+    from triage.health.protocol import SLOTS
+
+    assert CALLS > SLOTS
+    for _ in range(SLOTS + 20):
         assert check(timeout=T).ok
     dist.barrier()
     keys, before = store.num_keys(), _usage()

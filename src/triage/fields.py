@@ -102,6 +102,9 @@ FIELDS: dict[str, Field] = {
     # Culprits a tool named (desync report, monitoredBarrier, RAS, HCCL heartbeat, repro).
     "culprit_ranks": Field("rank-list", "ranks a tool named as the cause"),
     "at_step": Field("int", "the training step at which triage.health.shrink dropped ranks"),
+    "group_name": Field("str", "the process group a triage.health check ran on (its name, as torch.distributed gives it)"),
+    "check_no": Field("int", "which triage.health check this was: its call number on the group and tag"),
+    "check_tag": Field("str", "the tag of a triage.health check (calls are numbered per group and tag)"),
     "survivors": Field("int", "how many ranks went on after triage.health.shrink dropped the others"),
     "culprit_pid": Field("int", "process a tool named as the cause"),
     "culprit_ip": Field("ip", "address of the process or device a tool named as the cause"),

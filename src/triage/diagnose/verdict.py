@@ -152,8 +152,8 @@ def _weigh(ctx: Context, failed: list[PrincipleFailure]) -> Verdict:
         healthy = " ".join(h.reasoning for h in found.values() if h is not None)
         return Verdict(status=Status.NO_FAILURE, phase=Phase.UNKNOWN, category=Category.UNKNOWN,
                        confidence=CERTAIN, culprits=[], advice=[],
-                       reasoning="No rank logged an error, a timeout or a failed exit."
-                                 + (" " + healthy if healthy else ""))
+                       reasoning=("Nothing failed that the job did not come through. " + healthy) if healthy
+                       else "No rank logged an error, a timeout or a failed exit.")
     for p in PRINCIPLES:
         if p.name not in found:
             found[p.name] = isolated(failed, p, p.run, ctx)

@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from triage.health.protocol import GROUPS, Call
 from triage.health.regroup import abort_registered, shrink
-from triage.health.result import TAG, HealthCheckFailed, HealthResult, Phase, line
+from triage.health.result import TAG, HealthCheckFailed, HealthResult, Phase, line, realigned_line
 
 __all__ = ["TAG", "HealthCheckFailed", "HealthResult", "Phase", "check", "line", "shrink"]
 
@@ -58,8 +58,13 @@ def check(group: Any = None, *, timeout: float = 10.0, tag: str | None = None,
         return _act(result, pg, name, tag or "default", 0, "log" if on_failure == "abort" else on_failure)
     call = Call(pg, timeout, tag or "default", started)
     result = call.run()
+    failed = call.state.failed
     if result.ok:
+        if call.tag in failed:  # the first pass after failures: the line that says the job went on
+            count, last = failed.pop(call.tag)
+            log.warning(realigned_line(dist.get_rank(), name, call.ranks, call.number, call.tag, count, last))
         return result
+    failed[call.tag] = (failed.get(call.tag, (0, 0))[0] + 1, call.number)
     return _act(result, pg, name, call.tag, call.number, on_failure)
 
 

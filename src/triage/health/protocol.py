@@ -5,8 +5,9 @@
    the deadline, never longer. A sum other than `expected_sum` runs a second, symmetric all-reduce
    with one slot per member (`triage.repro.verify`) that names the members whose value was wrong.
 2. **One decision, through the store.** The member publishes what it saw with
-   `compare_set(<call>/d, "", proposal)`: the first proposal for a call is its decision, and every
-   member returns what the store holds. A member frozen in the check, whose contribution arrives
+   `compare_set(<call % SLOTS>/d, <what it read there SLOTS calls ago>, "<call> <proposal>")`: the
+   first proposal for a call is its decision, and every member returns what the store holds (the
+   decisions live in a ring of SLOTS keys, so that nothing has to be deleted). A member frozen in the check, whose contribution arrives
    after the others gave up, reads their decision when it wakes (it is named missing); a completion
    after a failure was decided never turns it into a pass.
 3. **The roll call (only when the all-reduce fails or misses the deadline).** The members answer
@@ -18,12 +19,13 @@
    the checks pass again. A group whose all-reduce raised (a peer died) cannot realign: later
    checks go straight to the roll call and say so.
 
-The fast path (every member in time) is one all-reduce of one element and one store request per
-member; the leader (member 0) also deletes the decision of an earlier call while its all-reduce runs.
+The fast path (every member in time) is one all-reduce of one element, on a buffer the group
+reuses, and one store request per member.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import threading
@@ -48,6 +50,8 @@ ROLLCALL_EVERY_S = 0.05  # how often a member waiting on its all-reduce looks fo
 POLL_MAX_S = 0.002  # the longest sleep between two polls of a GPU all-reduce
 WAIT_MIN_S = 0.002  # the shortest timed wait on a CPU all-reduce (a 0 ms timeout means none)
 OK = b"ok"
+SLOTS = 256  # decision keys per group and tag, reused in turn: call n decides in slot n % SLOTS
+PEEK = "?"  # a value no slot holds: compare_set(slot, PEEK, PEEK) reads a slot without waiting or writing
 CORRUPT_SELF = False  # tests set it in a rank to make its contributions wrong (what a bad GPU or link does)
 
 
@@ -59,8 +63,12 @@ class GroupState:
     pending: list[tuple[int, Any, torch.Tensor]] = field(default_factory=list)  # works in flight past their call
     broken: str = ""  # why the group cannot realign (an all-reduce on it raised)
     aborted: bool = False
-    stale: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)  # tag -> (call, roll call?) with keys
+    stale: dict[str, list[int]] = field(default_factory=dict)  # tag -> calls with roll-call keys to delete
     passed: dict[str, int] = field(default_factory=dict)  # tag -> the leader's last call decided a pass
+    failed: dict[str, tuple[int, int]] = field(default_factory=dict)  # tag -> (failed calls, the last) since a pass
+    seen: dict[str, dict[str, str]] = field(default_factory=dict)  # tag -> slot -> what this member last read there
+    buf: torch.Tensor | None = None  # the fast path's buffer, reused while no all-reduce of it is in flight
+    opts: Any = None  # the all-reduce's options (a sum), made once
     ranks: list[int] = field(default_factory=list)  # the group's global ranks
     index: int = -1  # this member's rank in the group
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
@@ -88,6 +96,19 @@ def forget(names: list[str]) -> None:
             for _, work, buf in state.pending if state else []:
                 keep.never_destroy(work)
                 keep.never_destroy(buf)
+            if state and state.buf is not None:
+                keep.let_go(state.buf)
+
+
+@atexit.register
+def release_buffers() -> None:
+    """Hand the groups' reused buffers to `keep`, whose exit hook (registered before, so run after
+    this one) waits until no backend thread holds them."""
+    with LOCK:
+        for state in GROUPS.values():
+            if state.buf is not None:
+                keep.let_go(state.buf)
+                state.buf = None
 
 
 class Call:
@@ -116,7 +137,8 @@ class Call:
         self.index: int = self.state.index
         self.device: torch.device = self.state.device
         self.store: Store = store
-        self.key = f"{self.number}/"
+        self.key = f"{self.number}/"  # the roll call's keys
+        self.slot = f"{self.number % SLOTS}/d"  # the decision's key
         self.answered = False
 
     # -- outcome -----------------------------------------------------------------------------
@@ -150,8 +172,15 @@ class Call:
             return self.decide(self.roll_call(), f"the group cannot realign: {self.state.broken}",
                                "collective", None)
         value = contribution(self.index, self.n, self.number) + (verify.CORRUPTION if CORRUPT_SELF else 0.0)
-        buf = torch.tensor([value], dtype=torch.float64, device=self.device)
-        work = dist.all_reduce(buf, group=self.pg, async_op=True)
+        buf, self.state.buf = self.state.buf, None  # in flight: not reused until it completes
+        if buf is None:
+            buf = torch.empty(1, dtype=torch.float64, device=self.device)
+        buf.fill_(value)
+        if self.state.opts is None:
+            self.state.opts = dist.AllreduceOptions()  # a sum
+            self.state.opts.asyncOp = True
+        # The group's own call, not dist.all_reduce: the same collective, without its per-call checks.
+        work = self.pg.allreduce([buf], self.state.opts)
         self.tidy()
         done = self.wait(work, self.deadline)
         if done:
@@ -162,7 +191,7 @@ class Call:
                 keep.let_go(buf)
                 why = f"the all-reduce failed ({classify(exc)}: {type(exc).__name__}: {_first_line(exc)})"
                 return self.decide(self.roll_call(), why, "collective", None)
-            keep.let_go(buf)
+            self.state.buf = buf
             total = float(buf.item())
             if total != expected_sum(self.n, self.number):
                 return self.slots(total)
@@ -185,47 +214,83 @@ class Call:
         self.state.pending = still
 
     def tidy(self) -> None:
-        """The leader deletes the keys of calls that every member has returned from.
+        """The leader deletes the roll-call keys of failed calls that every member has returned from.
 
         A call decided `ok` proves that every member started it, so every member had returned from
-        the call before it: the keys of calls up to that one are read by no one any more. Done while
-        this call's all-reduce runs.
+        the calls before it: their keys are read by no one any more. Done while this call's
+        all-reduce runs. (The decisions need no deleting: they live in a ring of SLOTS keys.)
         """
         if self.index != 0:
             return
         stale, passed = self.state.stale.get(self.tag, []), self.state.passed.get(self.tag, 0)
-        if not stale or stale[0][0] >= passed:
+        if not stale or stale[0] >= passed:
             return
-        for number, rolled in stale:
+        for number in stale:
             if number >= passed:
                 break
-            for key in ("d", "rc", "rcn", "rcall") if rolled else ("d",):
+            for key in ("rc", "rcn", "rcall"):
                 with contextlib.suppress(RuntimeError):
                     self.store.delete_key(f"{number}/{key}")
-        stale[:] = [s for s in stale if s[0] >= passed]
-
-    def settle(self, decision: bytes) -> None:
-        """Remember the leader's last pass, for `tidy`."""
-        if decision == OK and self.index == 0:
-            self.state.passed[self.tag] = self.number
+        stale[:] = [s for s in stale if s >= passed]
 
     def publish(self, proposal: bytes) -> bytes:
-        """The call's decision: `proposal` if it is the first, else the one published before it."""
-        decision = self.store.compare_set(self.key + "d", "", proposal.decode())
-        if self.index == 0:
-            self.state.stale.setdefault(self.tag, []).append((self.number, self.answered or decision != OK))
-        self.settle(decision)
-        return decision
+        """The call's decision: `proposal` if it is the first, else the one published before it.
+
+        The call's slot holds "<call> <decision>". This member expects it to hold what it read there
+        SLOTS calls ago (the decision of that call), and replaces that, or finds this call's decision
+        already there: one request. A slot of a later round means the others went on SLOTS calls
+        without this member: this call's decision is lost, and the member says so.
+        """
+        seen = self.state.seen.setdefault(self.tag, {})
+        mine, expected = f"{self.number} {proposal.decode()}", seen.get(self.slot, "")
+        for _ in range(4):
+            # `peek` may have read this call's decision already: it is not to be replaced.
+            held = expected.encode() if _split(expected.encode())[0] == self.number else \
+                self.store.compare_set(self.slot, expected, mine)
+            number, decision = _split(held)
+            if number > self.number:
+                return self.lost(number)
+            if number == self.number:
+                seen[self.slot] = held.decode()
+                if self.index == 0:
+                    if decision == OK:
+                        self.state.passed[self.tag] = self.number
+                    if self.answered or decision != OK:  # a roll call may have left keys
+                        self.state.stale.setdefault(self.tag, []).append(self.number)
+                return decision
+            # Not what this member saw there (it did not read the slot SLOTS calls ago): replace what
+            # is there. If the store hands back `expected` itself, the slot is absent: try it as such.
+            expected = "" if held.decode() == expected else held.decode()
+        raise RuntimeError(f"the decision slot {self.slot} kept changing")
+
+    def peek(self) -> bytes | None:
+        """The call's decision if one was published, without waiting or writing."""
+        held = self.store.compare_set(self.slot, PEEK, PEEK)
+        number, decision = _split(held)
+        if number == self.number:
+            self.state.seen.setdefault(self.tag, {})[self.slot] = held.decode()
+            return decision
+        return self.lost(number) if number > self.number else None
+
+    def lost(self, number: int) -> bytes:
+        """The decision of a call whose slot a later round took: a failure that names no one."""
+        self.state.broken = (f"the others went on {number - self.number} checks past check #{self.number} "
+                             f"without this rank, and its decision was replaced (a group keeps {SLOTS})")
+        return json.dumps({"phase": "collective", "missing": [],
+                           "why": f"this check's decision is lost: {self.state.broken}"}).encode()
 
     def decide(self, missing: list[int] | None, why: str, phase: Phase, work: Any) -> HealthResult:
         """Publish a failure (or a pass, when this member's all-reduce completed meanwhile) and return the decision."""
         if missing is None:
             try:
-                return self.result(self.store.get(self.key + "d"), why)
+                decision = self.peek()
+                if decision is not None:
+                    return self.result(decision, why)
+                reason = f"{why}; the store did not answer the roll call, and holds no decision"
             except RuntimeError as exc:
-                return HealthResult(False, self.n, phase=phase, elapsed=time.monotonic() - self.started,
-                                    reason=f"{why}; the store did not answer: {_first_line(exc)}",
-                                    group=self.name, call=self.number)
+                reason = f"{why}; the store did not answer: {_first_line(exc)}"
+            return HealthResult(False, self.n, phase=phase, elapsed=time.monotonic() - self.started,
+                                reason=reason, group=self.name, call=self.number)
         if work is not None and work.is_completed():
             with contextlib.suppress(RuntimeError):
                 work.wait()
@@ -315,7 +380,7 @@ class Call:
         An earlier decision makes it moot: [] then, and `decide` returns that decision.
         """
         try:
-            if self.store.check([self.key + "d"]):
+            if self.peek() is not None:
                 return []
             self.answer()
             until = max(self.deadline, time.monotonic() + ROLLCALL_S)
@@ -325,6 +390,12 @@ class Call:
             return [i for i in range(self.n) if i not in here]
         except RuntimeError:
             return None
+
+
+def _split(held: bytes) -> tuple[int, bytes]:
+    """A slot's "<call> <decision>" as (call, decision); (0, b"") for an empty or absent slot."""
+    number, _, decision = held.partition(b" ")
+    return (int(number), decision) if number.isdigit() else (0, b"")
 
 
 def _device(pg: Any) -> torch.device:

@@ -94,3 +94,10 @@ def leaving_line(rank: int, step: int | None, group: str, call: int, survivors: 
     at = f" at step {step}" if step is not None else ""
     return (f"{stamp()} {TAG} rank {launch_rank(rank)}: this rank was excluded{at} (check call {call} of group {group}); "
             f"it leaves the job, which goes on with {survivors} ranks")
+
+
+def realigned_line(rank: int, group: str, ranks: list[int], call: int, tag: str, failed: int, last: int) -> str:
+    """The line a member logs at the first pass after failed checks (rules/repro/repro-health-realigned.yaml)."""
+    return (f"{stamp()} {TAG} rank {launch_rank(rank)}: check passed again in group {group} "
+            f"(ranks {fmt_ranks(launch_ranks(ranks))}), call {call}, tag {tag}, after {failed} failed "
+            f"call{'s' if failed > 1 else ''} (the last: call {last}): the group realigned")

@@ -24,6 +24,7 @@ from triage.diagnose.principles import (
     peer_named,
     progress,
     ras,
+    realigned,
     recovered,
     silent,
     stacks,
@@ -33,6 +34,7 @@ from triage.diagnose.principles.principle import Principle
 
 PRINCIPLES: tuple[Principle, ...] = (
     recovered.PRINCIPLE,
+    realigned.PRINCIPLE,
     named.PRINCIPLE,
     first_failure.PRINCIPLE,
     silent.PRINCIPLE,

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from triage.diagnose.context import Context, evidence_of, failure_category, rank_culprit
 from triage.diagnose.principles.principle import Principle
+from triage.diagnose.principles.realigned import realigned_checks
 from triage.diagnose.principles.waits import could_not_reach_root, mutual_pair
 from triage.model import Category, Culprit, Event, Hypothesis, Kind, MemberEvidence, Stance
 from triage.ranks import fmt_ranks
@@ -28,9 +29,12 @@ UNLOGGED_NAMED_SCORE = 0.45
 def named_by_tool(ctx: Context) -> Hypothesis | None:
     named: dict[int, list[Event]] = defaultdict(list)
     hosts: dict[str, list[Event]] = defaultdict(list)
+    realigned = {id(e) for e in realigned_checks(ctx)}
     for event in ctx.job.events:
         if event.kind is not Kind.CULPRIT_NAMED or "snapshot" in event.fields:
             continue  # RAS snapshots are weighed together (principles/ras.py)
+        if id(event) in realigned:
+            continue  # a stall that the group came through: a later check passed (principles/realigned.py)
         if mutual_pair(ctx, event) is not None:
             continue  # both ends waited on each other: the link between them (device_link)
         ranks = list(event.about)
