@@ -14,7 +14,9 @@ A rank killed by SIGKILL writes none, as in life.
 
 Fault (env): FAULT = none | hang-before | hang-inside | shape | op | kill | subgroup-hang | p2p-hang |
 dynamic-hang | raise-after, FAULT_RANK, FAULT_STEP (default 4), STEPS (default 8), JOB_TIMEOUT_S
-(default 5), PAIR_TIMEOUT_S (the pairs' timeout in subgroup-hang; default JOB_TIMEOUT_S).
+(default 5), PAIR_TIMEOUT_S (the pairs' timeout in subgroup-hang; default JOB_TIMEOUT_S),
+FR_PERIODIC_STEP (each rank also writes a dump to FR_DIR/periodic/ after that step, as a periodic
+dumper does: a second dump of every rank, from earlier in the run).
 
   hang-before    sleeps for ever before the step's gradient all_reduce
   hang-inside    enters the step's all_reduce first (the others arrive 1 s late), writes its dump
@@ -55,6 +57,7 @@ FR_DIR = os.environ.get("FR_DIR", "/tmp/fr")
 FR_JSON = os.environ.get("FR_JSON", "0") == "1"
 IDLE_S = float(os.environ.get("FR_IDLE_S", "4"))
 PAIR_TIMEOUT_S = float(os.environ.get("PAIR_TIMEOUT_S", str(TIMEOUT_S)))
+PERIODIC_STEP = int(os.environ.get("FR_PERIODIC_STEP", "-1"))
 
 RANK = int(os.environ["RANK"])
 WORLD = int(os.environ["WORLD_SIZE"])
@@ -83,6 +86,16 @@ def dump(reason: str) -> None:
         if FR_JSON:
             path.with_name(path.name + ".json").write_bytes(torch._C._distributed_c10d._dump_fr_trace_json())
         log.info("rank %d wrote its flight-recorder dump to %s (%s)", RANK, path, reason)
+
+
+def periodic_dump(step: int) -> None:
+    """A dump in the middle of the run, as a periodic dumper writes one: to FR_DIR/periodic/."""
+    path = Path(FR_DIR) / "periodic" / f"comm_lib_trace_rank_{RANK}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(torch._C._distributed_c10d._dump_fr_trace())
+    tmp.replace(path)
+    log.info("rank %d wrote a periodic flight-recorder dump to %s after step %d", RANK, path, step)
 
 
 def on_sigterm(signum, frame):
@@ -176,6 +189,8 @@ def main():
                     dist.recv(token, left)
                     dist.send(token, right)
             print(f"step {step} loss {loss.item():.4f}", flush=True)
+            if step == PERIODIC_STEP:
+                periodic_dump(step)
             time.sleep(0.1)
         dist.barrier()
     except Exception as exc:

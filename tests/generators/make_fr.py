@@ -97,6 +97,10 @@ SCENARIOS: dict[str, tuple[str, int, str, str]] = {
                    "128)"),
     "hang-agree": ("hang-before", 1, "hung_process",
                    "rank 1 sleeps for ever before its step-4 gradient all_reduce; the others wait in it and time out"),
+    "hang-periodic": ("hang-before", 2, "hung_process",
+                      "every rank also wrote a dump after step 2 (a periodic dump, under fr/periodic/: every "
+                      "collective completed then); rank 2 sleeps for ever before its step-4 gradient all_reduce, "
+                      "the others wait in it and time out and write a second dump"),
 }
 JSON_SCENARIO = "hang-before"
 # World sizes other than WORLD, by scenario.
@@ -105,6 +109,7 @@ WORLDS: dict[str, int] = {"shape-wide": 8}
 ENV: dict[str, dict[str, str]] = {
     "subgroup-long": {"PAIR_TIMEOUT_S": "1800"},
     "subgroup-long-partner": {"PAIR_TIMEOUT_S": "1800"},
+    "hang-periodic": {"FR_PERIODIC_STEP": "2"},
 }
 # The cuts written, where not every one: "" logs and dumps, "-dumps" dumps alone, "-dumps-no-culprit",
 # "-logs-no-culprit-dump" the logs and every dump but the culprit's.
@@ -117,6 +122,7 @@ CUTS: dict[str, tuple[str, ...]] = {
     "shape-wide": ("", "-dumps"),
     "dynamic-hang": ("", "-dumps"),
     "hang-agree": ("", "-logs-no-culprit-dump"),
+    "hang-periodic": ("", "-dumps"),
 }
 _DUMP = {"rule": "fr-entry"}
 
@@ -168,6 +174,11 @@ STATED: dict[str, dict[str, Any]] = {
     # its near-miss: without rank 1's dump, no dump of rank 1 is cited (the peers' dumps show them waiting).
     "fr-hang-agree-rank1-logs-no-culprit-dump": {**_rank(1), "cites": [{"source": "stdout.log"},
                                                                        {"source": "fr/comm_lib_trace_rank_0", **_DUMP}]},
+    # Two dumps of every rank (one after step 2, one at the hang): one timeline per rank, its latest dump.
+    # (the earlier dumps show ALL_REDUCE #16 in flight, long completed: read as the wait, they misled)
+    "fr-hang-periodic-rank2": _rank(2),
+    "fr-hang-periodic-rank2-dumps": {**_rank(2), "says": {"reasoning": [
+        "waited in ALL_REDUCE #21", "left more than one dump (8 in all): each rank's latest was read"]}},
 }
 
 
@@ -202,14 +213,16 @@ def run(scenario: str, tmp: Path) -> str:
 def write_bundles(scenario: str, tmp: Path, command: str, tv: str) -> list[str]:
     fault, rank, category, story = SCENARIOS[scenario]
     dumps = sorted(p for p in (tmp / "fr").glob("comm_lib_trace_rank_*") if not p.name.endswith(".json"))
-    cuts: dict[str, list[tuple[Path, str]]] = {"": [], "-dumps": [(p, p.name) for p in dumps]}
+    periodic = sorted((tmp / "fr" / "periodic").glob("comm_lib_trace_rank_*"))  # FR_PERIODIC_STEP's
+    cuts: dict[str, list[tuple[Path, str]]] = {"": [], "-dumps": [(p, p.name) for p in dumps]
+                                               + [(p, f"periodic/{p.name}") for p in periodic]}
     if fault not in ("kill", "none"):
         cuts["-dumps-no-culprit"] = [(p, p.name) for p in dumps if p.name != f"comm_lib_trace_rank_{rank}"]
     for tree in (tmp / "tl").iterdir():  # torchrun's <log-dir>/<run id>/attempt_0/<rank>/…
         cuts[""] += [(f, f"node01/{f.relative_to(tmp / 'tl')}") for f in sorted(tree.rglob("*.log"))]
     cuts[""] += [(tmp / "node01" / "console.log", "node01/console.log")]
     logs_only = list(cuts[""])
-    cuts[""] += [(p, f"node01/fr/{p.name}") for p in dumps]
+    cuts[""] += [(p, f"node01/fr/{p.name}") for p in dumps] + [(p, f"node01/fr/periodic/{p.name}") for p in periodic]
     cuts["-logs-no-culprit-dump"] = logs_only + [(p, f"node01/fr/{p.name}") for p in dumps
                                                  if p.name != f"comm_lib_trace_rank_{rank}"]
     wanted = CUTS.get(scenario, ("", "-dumps", "-dumps-no-culprit", "-json-dumps"))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from triage.model import Event, Evidence, ProcessGroup
 from triage.parse.fr.crosscheck import _pg_key
-from triage.parse.fr.events import DUMP, ENTRY, GROUP, parse_timeline
+from triage.parse.fr.events import DUMP, ENTRY, GROUP, latest_dumps, parse_timeline
 
 
 def in_flight(enqueued: int | None, completed: int | None, timed_out: bool = False) -> bool:
@@ -223,7 +223,8 @@ class RasCount:
 @dataclass
 class Progress:
     groups: dict[str, GroupProgress] = field(default_factory=dict)
-    dumps: dict[int, Evidence] = field(default_factory=dict)  # rank -> its dump (the first read)
+    dumps: dict[int, Evidence] = field(default_factory=dict)  # rank -> its dump (its latest, `latest_dumps`)
+    folded: dict[int, int] = field(default_factory=dict)  # rank -> its earlier dumps, left for its latest
     latest: float | None = None  # the latest time any dump states (near when they were written)
     # RAS snapshot name -> (communicator, collective) -> its counts in that snapshot.
     ras: dict[str, dict[tuple[str, str], RasCount]] = field(default_factory=dict)
@@ -242,9 +243,13 @@ def build_progress(events: list[Event], groups: dict[str, ProcessGroup]) -> Prog
     """The progress of every group the events and the job's log-read groups show."""
     out = Progress()
     times: list[float] = []
+    latest = latest_dumps(events)
     for e in events:
         if e.family != "fr" or e.rank is None:
             continue
+        if (kept := latest.get(e.rank)) is not None and e.evidence.source != kept.evidence.source:
+            out.folded[e.rank] = out.folded.get(e.rank, 0) + (e.rule_id == DUMP)
+            continue  # an earlier dump of the rank: its latest shows where it got
         f = e.fields
         if e.rule_id == DUMP:
             out.dumps.setdefault(e.rank, e.evidence)
@@ -266,7 +271,7 @@ def build_progress(events: list[Event], groups: dict[str, ProcessGroup]) -> Prog
             elif f.get("fr_kept") == "last-completed":
                 p.last_done = op
     for e in events:  # dump events name their rank's dump; the dump event comes with them
-        if e.family == "fr" and e.rule_id == DUMP and e.rank is not None:
+        if e.family == "fr" and e.rule_id == DUMP and e.rank is not None and out.dumps.get(e.rank) == e.evidence:
             first = e.fields.get("fr_first_record", "")
             if first.isdigit() and int(first) > 0:
                 for group in out.groups.values():

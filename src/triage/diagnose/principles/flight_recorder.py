@@ -58,6 +58,15 @@ P2P_NOTE = ("gloo records no flight-recorder entry for a send or recv (it only c
 
 
 def fr_dumps(ctx: Context) -> Hypothesis | None:
+    found = _fr_dumps(ctx)
+    if found is not None and (folded := ctx.job.progress.folded):
+        ranks = sorted(folded)
+        found.reasoning += (f" Rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)} left more than one dump "
+                            f"({sum(folded.values()) + len(ranks)} in all): each rank's latest was read as where it got.")
+    return found
+
+
+def _fr_dumps(ctx: Context) -> Hypothesis | None:
     prog = ctx.job.progress
     if not prog.has_dumps:
         return None

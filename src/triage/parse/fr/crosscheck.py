@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from triage.model import Event, SourceInfo
-from triage.parse.fr.events import DUMP, GROUP
+from triage.parse.fr.events import DUMP, GROUP, latest_dumps
 
 
 def _base(name: str) -> str:
@@ -40,6 +40,7 @@ def check_dump_ranks(sources: list[SourceInfo], events: list[Event]) -> None:
         enq, done = e.fields.get("enqueued", ""), e.fields.get("completed", "")
         if enq.lstrip("-").isdigit() and done.lstrip("-").isdigit():
             said[(e.rank, e.fields.get("pg_key", "pg:0"))] = (int(enq), int(done), e)
+    latest = latest_dumps(events)  # an earlier dump of a rank is behind what it logged later, rightly
     by_source: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         if e.family == "fr" and e.rule_id in (DUMP, GROUP):
@@ -56,6 +57,9 @@ def check_dump_ranks(sources: list[SourceInfo], events: list[Event]) -> None:
         if named and rank not in named:
             _conflict(source, f"rank: the file name says {rank}, but the logs of rank "
                               f"{', '.join(map(str, sorted(named)))} say they wrote {_base(source.name)}")
+        dump = next((e for e in found if e.rule_id == DUMP), None)
+        if dump is not None and dump.rank in latest and latest[dump.rank] is not dump:
+            continue
         for e in found:
             if e.rule_id != GROUP:
                 continue

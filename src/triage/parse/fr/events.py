@@ -49,6 +49,22 @@ def build(source: str, dump: Dump, rank: int | None, rank_how: str | None) -> li
     return out
 
 
+def latest_dumps(events: list[Event]) -> dict[int, Event]:
+    """The dump event of each rank that left several (a periodic dumper, a dump at the timeout and one
+    at the exit, `triage watch`'s snapshots): the latest, by the newest time its entries state, then
+    by its last record id (a process's records only grow). Ranks with one dump are not listed."""
+    dumps: dict[int, list[Event]] = {}
+    for e in events:
+        if e.family == "fr" and e.rule_id == DUMP and e.rank is not None:
+            dumps.setdefault(e.rank, []).append(e)
+    return {rank: max(ds, key=_dump_order) for rank, ds in dumps.items() if len({d.evidence.source for d in ds}) > 1}
+
+
+def _dump_order(dump: Event) -> tuple[float, int]:
+    record = dump.fields.get("fr_last_record", "")
+    return dump.time or 0.0, int(record) if record.isdigit() else -1
+
+
 def _identity(rank: int | None, how: str | None) -> Identity:
     if rank is None:
         return Identity()
