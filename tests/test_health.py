@@ -523,14 +523,14 @@ def _rank_freeze(rank: int, record: Record, point: str) -> None:
     if rank == 2 and point == "between":
         _freeze(record, call=FROZEN_AT)
     elif rank == 2 and point == "before":
-        all_reduce = dist.all_reduce
+        start = protocol.Call.start
 
-        def frozen_all_reduce(*args: Any, **kwargs: Any) -> Any:
-            dist.all_reduce = all_reduce
+        def frozen_start(call: protocol.Call, buf: Any) -> Any:  # just before it posts its all-reduce
+            protocol.Call.start = start  # type: ignore[method-assign]
             _freeze(record, call=FROZEN_AT)
-            return all_reduce(*args, **kwargs)
+            return start(call, buf)
 
-        dist.all_reduce = frozen_all_reduce
+        protocol.Call.start = frozen_start  # type: ignore[method-assign]
     elif rank == 2 and point == "after":
         # after its all-reduce completed with the right sum, before it publishes what it saw
         publish = protocol.Call.publish

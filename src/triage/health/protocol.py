@@ -176,11 +176,7 @@ class Call:
         if buf is None:
             buf = torch.empty(1, dtype=torch.float64, device=self.device)
         buf.fill_(value)
-        if self.state.opts is None:
-            self.state.opts = dist.AllreduceOptions()  # a sum
-            self.state.opts.asyncOp = True
-        # The group's own call, not dist.all_reduce: the same collective, without its per-call checks.
-        work = self.pg.allreduce([buf], self.state.opts)
+        work = self.start(buf)
         self.tidy()
         done = self.wait(work, self.deadline)
         if done:
@@ -202,6 +198,14 @@ class Call:
         self.state.pending.append((self.number, work, buf))
         why = f"the all-reduce did not complete within the {self.timeout:g} s deadline"
         return self.decide(self.roll_call(), why, "arrival", work)
+
+    def start(self, buf: torch.Tensor) -> Any:
+        """Post the all-reduce (a sum) of `buf`: the group's own call, not dist.all_reduce (the same
+        collective, without its per-call checks)."""
+        if self.state.opts is None:
+            self.state.opts = dist.AllreduceOptions()
+            self.state.opts.asyncOp = True
+        return self.pg.allreduce([buf], self.state.opts)
 
     def prune(self) -> None:
         """Forget the works of earlier calls that have completed since (a late member came back)."""
