@@ -14,6 +14,7 @@ generators/jobgen; `triage.api.analyze` reads the folder. Whatever the state:
   peer never enqueued, and on which no peer waits, is never the sole culprit;
 - the verdict is the same when the sources are renamed (another dump prefix, other folders, another
   snapshot name) or given in another order;
+- an earlier dump of every rank beside its latest (a periodic dumper's) changes nothing;
 - a source that agrees with the logs (dumps of the same hang, a RAS snapshot in which the stalled
   rank did not answer) never lowers the confidence, nor changes the culprit.
 
@@ -23,6 +24,7 @@ chance; no timing is asserted (deadline=None).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 from dataclasses import dataclass
@@ -176,6 +178,28 @@ def test_renamed_or_reordered_sources_give_the_same_verdict(state: JobState, rnd
     want = _key(analyze([plain]))
     assert _key(analyze([renamed])) == want
     assert _key(analyze(files)) == want
+
+
+@SETTINGS
+@given(state=job_states(), back=st.integers(1, 5))
+def test_an_earlier_dump_beside_each_rank_s_latest_changes_nothing(state: JobState, back: int,
+                                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Several dumps of one rank are one timeline (a periodic dumper's, then the one at the hang): each
+    rank's latest is where it got. Here every dumped rank also left an earlier dump, `back` collectives
+    before, with nothing in flight, in another folder."""
+    assume(state.dumped)
+    plain = tmp_path_factory.mktemp("latest")
+    render(state, plain)
+    both = tmp_path_factory.mktemp("both")
+    render(state, both)
+    earlier = {name: dataclasses.replace(g, progress={r: frgen.Progress(max(0, p.completed - back))
+                                                       for r, p in g.progress.items()})
+               for name, g in state.groups.items()}
+    (both / "fr" / "periodic").mkdir()
+    for r in state.dumped:
+        frgen.write(both / "fr" / "periodic" / f"comm_lib_trace_rank_{r}",
+                    frgen.dump(r, earlier, backend=state.backend, keep=state.keep))
+    assert _key(analyze([both])) == _key(analyze([plain]))
 
 
 @st.composite
