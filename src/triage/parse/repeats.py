@@ -80,6 +80,11 @@ class Repeats:
         self.unsettled: dict[str, list[_Line]] = {}
         self.size = 0
         self.keys: dict[Hashable, Event] = {}
+        # An event's key but for its line's text (`_rough_key`) -> the one event kept under it whose
+        # whole key is not computed yet (None: computed, it is in `keys`). Blanking a line's stamps
+        # is most of a key's cost, and most events of a log are the only ones of their rough key.
+        self.rough: dict[Hashable, Event | None] = {}
+        self._unkeyed = 0  # events in `rough`: kept, their key not in `keys` yet
         self.frozen = False  # a rule was dropped for this source (regex budget): nothing is recalled
         self._split: dict[str, _Split] = {}  # the last few lines taken apart
         # The last _TAIL characters of the lines remembered, where no stamp is among them: a line
@@ -129,6 +134,9 @@ class Repeats:
         firsts: list[Event] = []
         for key in self._keys(known):
             first = self.keys.get(key)
+            if first is None and self.rough.get(key[0]) is not None:  # type: ignore[index]
+                self._settle(key[0])  # type: ignore[index]
+                first = self.keys.get(key)
             if first is None or (stamp is not None and _later_episode(first, stamp)):
                 return False  # tried in full: its events are new ones
             firsts.append(first)
@@ -249,10 +257,18 @@ class Repeats:
         """The events not seen before; those that were are counted on their first copy."""
         new: list[Event] = []
         for event in events:
-            key = self._key(event)
+            rough = self._rough_key(event)
+            if rough not in self.rough:  # the first of its rough key: nothing to fold it on
+                if len(self.keys) + self._unkeyed < MAX_KEYS:
+                    self.rough[rough] = event
+                    self._unkeyed += 1
+                new.append(event)
+                continue
+            self._settle(rough)
+            key = (rough, self._masked(event))
             first = self.keys.get(key)
             if first is None or _later_episode(first, (event.time, True) if event.time is not None else None):
-                if first is not None or len(self.keys) < MAX_KEYS:
+                if first is not None or len(self.keys) + self._unkeyed < MAX_KEYS:
                     self.keys[key] = event
                 new.append(event)
             elif first is not event:
@@ -295,6 +311,7 @@ class Repeats:
         return self.lines.get(masked)
 
     def _keys(self, entry: _Line) -> list[Hashable]:
+        """The keys of a remembered line's events, each in `keys` where its event was kept."""
         if entry.keys is None:
             entry.keys = [self._key(event) for event in entry.events]
         return entry.keys
@@ -304,6 +321,10 @@ class Repeats:
 
         The line's text counts with its time stamps blanked, and a `time` field (a rule's own
         reading of the clock, which `Event.time` holds) not at all."""
+        return self._rough_key(event), self._masked(event)
+
+    def _rough_key(self, event: Event) -> Hashable:
+        """An event's key (`_key`) but for its line's text: events of equal keys have equal ones."""
         who = event.identity
         ev = event.evidence
         fields = event.fields
@@ -312,7 +333,19 @@ class Repeats:
         return (event.rule_id, event.kind, event.phase, event.severity, event.message,
                 (who.rank, who.local_rank, who.host, who.pid, who.device, tuple(who.learnt_from.items())),
                 tuple(fields.items()), event.time is None, event.time_has_year, event.family, event.category,
-                ev.source, (self._split.get(ev.text) or self._stamps(ev.text))[0], ev.rule_id)
+                ev.source, ev.rule_id)
+
+    def _masked(self, event: Event) -> str:
+        text = event.evidence.text
+        return (self._split.get(text) or self._stamps(text))[0]
+
+    def _settle(self, rough: Hashable) -> None:
+        """Put the event kept under a rough key into `keys`, under its whole key."""
+        kept = self.rough.get(rough)
+        if kept is not None:
+            self.rough[rough] = None
+            self._unkeyed -= 1
+            self.keys[(rough, self._masked(kept))] = kept
 
     def _unstamped(self, text: str) -> str:
         """The text of a line or a few with their time stamps blanked, from the lines' cache."""
