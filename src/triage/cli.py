@@ -19,7 +19,8 @@ import typer
 
 from triage import __version__, exitcodes
 from triage.cli_help import HelpGroup, help_command
-from triage.ras import collect as ras
+from triage.ras import DEFAULT_HOST as RAS_HOST
+from triage.ras import DEFAULT_PORT as RAS_PORT
 from triage.report import FORMATS, SCHEDULER_FORMATS
 
 # The analysis (rules, scanner, diagnosis, formatters) is imported by the commands that run it, not
@@ -443,8 +444,8 @@ def ras_collect(
     out: Annotated[Path, typer.Option("--out", help="Folder for the snapshots (created if missing).",
                                       show_default=False)],
     host: Annotated[str, typer.Option(help="Host of the RAS listener: the job's NCCL_RAS_ADDR.")]
-    = ras.DEFAULT_HOST,
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Its port.")] = ras.DEFAULT_PORT,
+    = RAS_HOST,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Its port.")] = RAS_PORT,
     every: Annotated[float, typer.Option(min=0, help="Seconds between snapshots (start to start).")] = 10.0,
     count: Annotated[int, typer.Option(min=1, help="Snapshots to take.")] = 3,
     verbose: Annotated[bool, typer.Option("--verbose", help="VERBOSE STATUS: details on more outliers.")]
@@ -455,6 +456,8 @@ def ras_collect(
         min=0, help="Seconds RAS may wait for the job's processes (as ncclras -t; default RAS's 5, 0 no "
                     "limit); triage waits that long for the handshake, 6 s more for a report.")] = None,
 ) -> None:
+    from triage.ras import collect as ras
+
     if fmt not in ras.FORMATS:
         raise UserError(f"--format must be one of {', '.join(ras.FORMATS)}, not {fmt!r}")
     err = _console(stderr=True, highlight=False, soft_wrap=True)
