@@ -88,10 +88,9 @@ class Policy:
 def default_policy() -> Policy:
     """The table shipped with triage (policy.yaml; its document kept in the cache)."""
     try:
-        data = read_builtin_document(_POLICY_FILE, what="policy")
-    except RuleError as exc:
-        raise PolicyError(str(exc)) from None
-    return _checked(data, _POLICY_FILE)
+        return _checked(read_builtin_document(_POLICY_FILE, what="policy"), _POLICY_FILE)
+    except (RuleError, PolicyError):
+        return load_policy(_POLICY_FILE, strict=False)  # a cache entry gone bad: the file decides
 
 
 def load_policy(path: Path, *, strict: bool = True) -> Policy:
