@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -195,6 +196,27 @@ def test_output_file(tmp_path: Path) -> None:
 def test_importing_the_cli_does_not_import_torch() -> None:
     code = "import sys, triage.cli; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_an_analysis_written_to_a_file_reads_its_options_without_pydantic(tmp_path: Path) -> None:
+    # Typer builds a pydantic validator per option value; triage.cli_values reads text, lists of
+    # text and whole numbers itself. What an analysis does not use (rich, PyYAML once the cache holds
+    # the rules and the policy, the RAS collector) is not imported either.
+    out = tmp_path / "report.json"
+    args = ["triage", "analyze", "--quiet", "-j", "2", "-n", "16", "--fail-on", "none", "-o", f"json={out}",
+            "-o", f"junit={tmp_path / 'r.xml'}", str(HANG)]
+    code = ("import sys; from triage.cli import main\n"
+            f"sys.argv = {args!r}\n"
+            "try:\n    main()\nexcept SystemExit as done:\n    code = done.code\n"
+            "heavy = sorted(m for m in ('pydantic', 'rich', 'yaml', 'triage.ras.collect') if m in sys.modules)\n"
+            "print(code, heavy)")
+    env = {**os.environ, "TRIAGE_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert first.stdout.split()[0] == "0", first.stderr  # --fail-on none: the verdict exits 0
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert again.stdout.strip() == "0 []", again.stderr
+    assert json.loads(out.read_text())["verdict"]["status"] == "diagnosed"
+    assert (tmp_path / "r.xml").exists()
 
 
 # --- rules --------------------------------------------------------------------------------

@@ -227,3 +227,21 @@ def test_the_docs_list_every_row_of_the_built_in_table() -> None:
         assert row.id in cells, f"docs/decision.md does not list the row {row.id}"
         assert cells[row.id].startswith(row.action), (row.id, cells[row.id])
         assert ("flight recorder" in cells[row.id]) is row.flight_recorder, row.id
+
+
+@pytest.mark.parametrize("damage", [None, "{not json", '{"version": 7}'])
+def test_the_built_in_policy_read_from_the_cache_is_the_file_s(damage: str | None, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # The built-in policy's document is kept in the cache (no YAML parser on the next run); an entry
+    # that does not load, or is no policy, is not used: the file decides.
+    shipped = load_policy(Path(default_policy().source), strict=False)
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    for _ in range(2):  # written, then read back
+        default_policy.cache_clear()
+        assert default_policy() == shipped
+    (entry,) = tmp_path.glob("document-*.json")
+    if damage is not None:
+        entry.write_text(damage)
+        default_policy.cache_clear()
+        assert default_policy() == shipped
+    default_policy.cache_clear()

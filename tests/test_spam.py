@@ -20,7 +20,8 @@ from triage.ingest.open import Stream
 from triage.model import Event, Kind, Report
 from triage.parse.clock import stamp_spans
 from triage.parse.paste import detect
-from triage.parse.scan import Matcher
+from triage.parse.repeats import CopyShape
+from triage.parse.scan import Matcher, _all_copies
 from triage.parse.source import scan_stream
 from triage.report import render
 from triage.rules import load_rules
@@ -268,6 +269,57 @@ def test_copies_counted_in_bulk_are_counted_as_one_by_one(monkeypatch: pytest.Mo
         assert _summary(folded) == _summary(plain), log
     _, (event,) = _scan("header line\n" + TERMINATED * 25_000 + "footer\n")
     assert (event.count, event.evidence.line, event.last_line) == (25_000, 2, 25_001)
+
+
+def test_copies_of_other_times_counted_in_bulk_are_counted_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Runs of lines that differ only in their stamps' digits are counted in bulk too
+    # (scan._count_stamped): runs that straddle windows and buffers, cross an hour, end on a line
+    # one digit or one character otherwise: the same events as trying every copy.
+    logs = sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*.log") if p.stat().st_size < 20_000)[:12]
+    assert logs
+    for log in logs:
+        lines = log.read_text(errors="replace").splitlines(keepends=True)
+        text = "".join(line + "".join(_later(line, step) for step in range(1, 7 + i % 90))
+                       for i, line in enumerate(lines))
+        _, folded = _scan(text, log.name)
+        with monkeypatch.context() as patch:
+            patch.setattr(repeats, "MAX_LINES", 0)
+            _, plain = _scan(text, log.name)
+        assert _summary(folded) == _summary(plain), log
+    for shape in SHAPES.values():
+        loop = [shape(i) for i in range(3 * 3600 - 30_000, 3 * 3600 + 30_000, 3)]  # over an hour's turn
+        loop[5_000] = loop[5_000].replace("0", "1", 1) if "[E" in loop[5_000] else loop[5_000] + "x"
+        loop[9_000] = loop[9_000].replace("Rank 0", "Rank 1")
+        loop[12_000] = loop[12_000].replace("\n", " \n")
+        loop[14_000] = shape(7 * 3600)  # hours later: another episode
+        text = "".join(loop)
+        _, folded = _scan(text)
+        with monkeypatch.context() as patch:
+            patch.setattr(repeats, "MAX_LINES", 0)
+            _, plain = _scan(text)
+        assert _summary(folded) == _summary(plain), shape(0)
+
+
+def test_a_run_is_all_copies_only_where_every_line_has_the_shape() -> None:
+    loop = [_c10(i) for i in range(50)]
+    line = loop[0].rstrip("\n")
+    ((start, end),) = stamp_spans(line)
+    hour = line.index(":", start) + 1  # the date and hour stay as written
+    varies = [j for j in range(hour, end) if line[j].isdigit()]
+    shape = CopyShape("", varies[0], varies[-1] + 1,
+                      tuple((j, None if j in varies else line[j]) for j in range(varies[0], varies[-1] + 1)))
+
+    def all_copies(lines: list[str]) -> bool:
+        return _all_copies(loop[0] + "".join(lines), line, len(loop[0]), len(lines), shape)
+
+    assert all_copies(loop[1:])
+    assert not all_copies([*loop[1:10], loop[10].replace("PG ID 0", "PG ID 1"), *loop[11:]])
+    assert not all_copies([*loop[1:10], loop[10].replace(".", ":", 1), *loop[11:]])  # not a digit's place
+    assert not all_copies([*loop[1:10], loop[10].replace("E1125", "E1126"), *loop[11:]])  # another day
+    assert not all_copies([*loop[1:10], loop[10].replace(" 10:", " 11:"), *loop[11:]])  # another hour
+    assert not all_copies([*loop[1:10], loop[10][:40] + "\n" + loop[10][41:], *loop[11:]])  # one line two
+    assert not all_copies([*loop[1:10], loop[10].replace("[rank0]", "[rank10]"), loop[11][1:], *loop[12:]])
+    assert not all_copies([*loop[1:-1], loop[-1].replace("error\n", "errors")])
 
 
 def _summary(events: list[Event]) -> Counter[tuple[object, ...]]:

@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import datetime
 import gc
-import gzip
-import io
-import multiprocessing
 import os
-import socket
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,6 +148,10 @@ def extract(paths: Sequence[str | Path], output: str | Path, *, host: str | None
     scanned = [one for batch in _scan_all(matcher, names, exclude) for one in batch]
     if host is not None:
         scanned = [extract_file.prefixed(one, f"{host}/") for one in scanned]
+    import gzip
+    import io
+    import socket
+
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     head = extract_file.header(rules=extract_file.rules_digest(matcher.rules),
                                host=host or socket.gethostname() or None,
@@ -237,6 +236,10 @@ def _scan_all(matcher: Matcher, names: list[str],
         # The objects made so far, out of the collector's sight while the workers live: its passes
         # in a worker would touch, and so copy, every page it shares with this process.
         gc.freeze()
+        # Imported here: a run read by one process (most inputs) needs neither (~40 ms).
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("fork")
         # This process reads a share too, rather than wait: what it finds needs no pickling.
         own = _own_share(rest, workers)
@@ -260,12 +263,14 @@ def _workers(paths: list[Path], jobs: int | None) -> int:
     limit = min(usable_cpus(), MAX_JOBS) if jobs is None else jobs
     if limit < 2 or len(paths) < 2:
         return 1
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1  # spawned workers would re-import and re-load every rule: not worth it
     total = 0
     for path in paths:
         total += _size(path)
         if total >= PARALLEL_MIN_BYTES:
+            import multiprocessing
+
+            if "fork" not in multiprocessing.get_all_start_methods():
+                return 1  # spawned workers would re-import and re-load every rule: not worth it
             return min(limit, len(paths))
     return 1
 

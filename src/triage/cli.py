@@ -8,26 +8,24 @@ Every failure becomes one line on stderr and exit code 2: no traceback reaches a
 from __future__ import annotations
 
 import contextlib
-import difflib
 import gc
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from triage import __version__, exitcodes
 from triage.cli_help import HelpGroup, help_command
-from triage.ras import collect as ras
+from triage.ras import DEFAULT_HOST as RAS_HOST
+from triage.ras import DEFAULT_PORT as RAS_PORT
 from triage.report import FORMATS, SCHEDULER_FORMATS
 
 # The analysis (rules, scanner, diagnosis, formatters) is imported by the commands that run it, not
-# here: `triage --help` and a usage error stay fast.
+# here: `triage --help` and a usage error stay fast. So is rich, which only what prints to a
+# terminal needs (`_console`, `_text`): an analysis written to files does without it.
 
 app = typer.Typer(
     cls=HelpGroup,  # value names from types: PATH..., N, [terminal|json] (triage.cli_help)
@@ -173,12 +171,12 @@ def extract_command(
         done = extract(paths, output, host=host, rules_dirs=rules or [])
     except ValueError as exc:  # --host
         raise UserError(str(exc)) from None
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _console(stderr=True, highlight=False, soft_wrap=True)
     skipped = sum(1 for s in done.sources if s.skipped)
     where = "stdout" if output == "-" else output
     shrunk = done.bytes_out and done.bytes_in >= 2 * done.bytes_out
     ratio = f", 1/{done.bytes_in // done.bytes_out:,}" if shrunk else ""
-    err.print(Text(f"triage: extract: {len(done.sources) - skipped} sources read ({skipped} skipped), "
+    err.print(_text(f"triage: extract: {len(done.sources) - skipped} sources read ({skipped} skipped), "
                    f"{done.events:,} events: {_size(done.bytes_in)} of logs -> {_size(done.bytes_out)} "
                    f"in {where}{ratio}"))
     if not done.readable:
@@ -200,12 +198,12 @@ def rules_list(
 ) -> None:
     from triage.rules import load_rules
 
-    out = Console(highlight=False, soft_wrap=True)
+    out = _console(highlight=False, soft_wrap=True)
     loaded = load_rules(rules or [])
     for rule in sorted(loaded, key=lambda r: (r.family, r.id)):
-        out.print(Text(f"{rule.id:<48} {rule.family:<9} {rule.kind.value:<14} {rule.phase:<13} "
+        out.print(_text(f"{rule.id:<48} {rule.family:<9} {rule.kind.value:<14} {rule.phase:<13} "
                        f"{rule.title}"))
-    out.print(Text(f"{len(loaded)} rules", style="dim"))
+    out.print(_text(f"{len(loaded)} rules", style="dim"))
 
 
 @rules_app.command("show", help="Everything about one rule: what it means, its usual causes and what to do "
@@ -221,38 +219,38 @@ def rules_show(
     loaded = load_rules(rules or [])
     by_id = {r.id: r for r in loaded}
     if rule_id not in by_id:
-        close = difflib.get_close_matches(rule_id, list(by_id), n=3, cutoff=0.6)
+        close = _close_matches(rule_id, list(by_id), n=3, cutoff=0.6)
         if not close:  # a fragment of an id: the ids holding it
             close = [r for r in by_id if rule_id and rule_id in r][:3]
         hint = f"did you mean {', '.join(close)}? " if close else ""
         raise UserError(f"no rule {rule_id!r}; {hint}`triage rules list` shows them")
     rule = by_id[rule_id]
-    out = Console(highlight=False, soft_wrap=True)
-    out.print(Text(f"{rule.id} — {rule.title}", style="bold"))
-    out.print(Text(f"family {rule.family} · kind {rule.kind.value} · phase {rule.phase} · "
+    out = _console(highlight=False, soft_wrap=True)
+    out.print(_text(f"{rule.id} — {rule.title}", style="bold"))
+    out.print(_text(f"family {rule.family} · kind {rule.kind.value} · phase {rule.phase} · "
                    f"severity {rule.severity}"
                    + (f" · category {rule.category.value}" if rule.category else "")))
-    out.print(Text(f"file {rule.path}", style="dim"))
+    out.print(_text(f"file {rule.path}", style="dim"))
     for key in ("meaning", "causes", "next_steps"):
         if rule.explain.get(key):
-            out.print(Text(f"\n{key.replace('_', ' ').capitalize()}: ", style="bold")
-                      + Text(str(rule.explain[key]).strip()))
+            out.print(_text(f"\n{key.replace('_', ' ').capitalize()}: ", style="bold")
+                      + _text(str(rule.explain[key]).strip()))
     if rule.references:
-        out.print(Text("\nReferences:", style="bold"))
+        out.print(_text("\nReferences:", style="bold"))
         for ref in rule.references:
-            out.print(Text(f"  {ref}"))
+            out.print(_text(f"  {ref}"))
     matcher = Matcher(loaded)
     for way, heading in (("match", "Matches (and the fields it gives)"), ("nomatch", "Does not match")):
         examples = rule.examples.get(way) or []
         if examples:
-            out.print(Text(f"\n{heading}:", style="bold"))
+            out.print(_text(f"\n{heading}:", style="bold"))
         for example in examples:
-            out.print(Text(f"  {example_line(example)}"))
+            out.print(_text(f"  {example_line(example)}"))
             if way == "match":
                 fields = fields_on(matcher, rule, example)
                 shown = ("  ".join(f"{k}={v}" for k, v in fields.items()) or "(no fields)" if fields is not None
                          else "(does not fire: run `triage rules test`)")
-                out.print(Text(f"    {shown}", style="cyan"))
+                out.print(_text(f"    {shown}", style="cyan"))
 
 
 # `explain` was the first name of `show`: kept working, out of the command list.
@@ -291,6 +289,8 @@ def rules_new(
     if path.exists() and not force:
         raise UserError(f"{path} exists; pass --force to overwrite it, or --id to name another rule")
     text = render_rule(draft)
+    import tempfile
+
     with tempfile.TemporaryDirectory() as scratch:  # the file as written must load and fire
         trial = Path(scratch) / path.name
         trial.write_text(text, encoding="utf-8")
@@ -300,11 +300,11 @@ def rules_new(
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(path)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _console(stderr=True, highlight=False, soft_wrap=True)
     if already := explained_by(from_line, known):
-        err.print(Text(f"note: built-in rule {', '.join(already)} already matches this line; "
+        err.print(_text(f"note: built-in rule {', '.join(already)} already matches this line; "
                        "both will fire", style="yellow"))
-    err.print(Text(f"edit it (regex, kind, phase, explain), then: triage analyze --rules {out} …",
+    err.print(_text(f"edit it (regex, kind, phase, explain), then: triage analyze --rules {out} …",
                    style="dim"))
 
 
@@ -324,13 +324,13 @@ def rules_test(
     from triage.rules import builtin_rules_dir
 
     result = check_folder(directory if directory is not None else builtin_rules_dir())
-    out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = _console(highlight=False, soft_wrap=True)
+    err = _console(stderr=True, highlight=False, soft_wrap=True)
     for message in result.invalid:
-        err.print(Text(f"triage: error: {message}"))
+        err.print(_text(f"triage: error: {message}"))
     for failure in result.failures:
-        out.print(Text(failure.line()))
-    out.print(Text(summary(result) + (f"; {len(result.invalid)} files not readable" if result.invalid else ""),
+        out.print(_text(failure.line()))
+    out.print(_text(summary(result) + (f"; {len(result.invalid)} files not readable" if result.invalid else ""),
                    style="bold" if result.failures or result.invalid else "green"))
     if result.invalid:
         raise typer.Exit(exitcodes.USAGE_OR_INPUT_ERROR)
@@ -444,8 +444,8 @@ def ras_collect(
     out: Annotated[Path, typer.Option("--out", help="Folder for the snapshots (created if missing).",
                                       show_default=False)],
     host: Annotated[str, typer.Option(help="Host of the RAS listener: the job's NCCL_RAS_ADDR.")]
-    = ras.DEFAULT_HOST,
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Its port.")] = ras.DEFAULT_PORT,
+    = RAS_HOST,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Its port.")] = RAS_PORT,
     every: Annotated[float, typer.Option(min=0, help="Seconds between snapshots (start to start).")] = 10.0,
     count: Annotated[int, typer.Option(min=1, help="Snapshots to take.")] = 3,
     verbose: Annotated[bool, typer.Option("--verbose", help="VERBOSE STATUS: details on more outliers.")]
@@ -456,22 +456,24 @@ def ras_collect(
         min=0, help="Seconds RAS may wait for the job's processes (as ncclras -t; default RAS's 5, 0 no "
                     "limit); triage waits that long for the handshake, 6 s more for a report.")] = None,
 ) -> None:
+    from triage.ras import collect as ras
+
     if fmt not in ras.FORMATS:
         raise UserError(f"--format must be one of {', '.join(ras.FORMATS)}, not {fmt!r}")
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _console(stderr=True, highlight=False, soft_wrap=True)
 
     def show(event: ras.Event) -> None:
         if event.snapshot is not None:
             print(event.snapshot.path, flush=True)
         if event.kind != "saved":
-            err.print(Text(f"triage: {event.message}"))
+            err.print(_text(f"triage: {event.message}"))
 
     with ras.stop_on_sigterm():
         result = ras.collect(host, port, out_dir=out, count=count, every_s=every, verbose=verbose, fmt=fmt,
                              timeout_s=timeout, on_event=show)
     if result.error:
         raise UserError(f"{result.error}" + (f" ({result.summary()})" if result.snapshots else ""))
-    err.print(Text(f"triage: {result.summary()}"))
+    err.print(_text(f"triage: {result.summary()}"))
     raise typer.Exit(result.exit_code)
 
 
@@ -479,12 +481,30 @@ def _progress_printer() -> Callable[[str], None] | None:
     """Progress on stderr, only for a person at a terminal."""
     if not sys.stderr.isatty() or os.environ.get("CI"):
         return None
-    console = Console(stderr=True)
+    console = _console(stderr=True)
 
     def show(name: str) -> None:
-        console.print(Text(f"reading {name}"[: console.width - 1]), end="\r", soft_wrap=True)
+        console.print(_text(f"reading {name}"[: console.width - 1]), end="\r", soft_wrap=True)
 
     return show
+
+
+def _console(**options: Any) -> Any:
+    from rich.console import Console
+
+    return Console(**options)
+
+
+def _text(*parts: Any, **options: Any) -> Any:
+    from rich.text import Text
+
+    return Text(*parts, **options)
+
+
+def _close_matches(word: str, words: list[str], **options: Any) -> list[str]:
+    import difflib
+
+    return difflib.get_close_matches(word, words, **options)
 
 
 def _register_repro() -> None:
@@ -530,16 +550,16 @@ def _quiet_stdout() -> None:
 def _fail(exc: BaseException) -> int:
     if os.environ.get("TRIAGE_DEBUG"):
         raise exc
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _console(stderr=True, highlight=False, soft_wrap=True)
     if isinstance(exc, KeyboardInterrupt):
-        err.print(Text("triage: interrupted"))
+        err.print(_text("triage: interrupted"))
         return 130
     if _is_usage_error(exc):
         said = _usage_message(exc).rstrip()
         message = f"{said}{'' if said.endswith('.') else '.'} Try '{help_command(exc) or 'triage --help'}'."
     else:
         message = _error_message(exc)
-    err.print(Text(f"triage: error: {message}"))
+    err.print(_text(f"triage: error: {message}"))
     return exitcodes.USAGE_OR_INPUT_ERROR
 
 

@@ -22,7 +22,9 @@ from pathlib import PurePath
 from typing import Any, get_args
 
 from typer import _click
-from typer.core import TyperArgument, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from triage.cli_values import quick_values
 
 
 def _number_range(param: TyperArgument | TyperOption) -> str | None:
@@ -37,9 +39,21 @@ def _number_range(param: TyperArgument | TyperOption) -> str | None:
     return f"{low}<={name}<={high}"
 
 
+def _runtime_param(param: Any, typer_param: Any) -> Any:
+    """The coercion of a parameter's values: triage.cli_values' where it reads them, else typer's."""
+    quick = param.__dict__.get("_quick_values")
+    if quick is None:
+        quick = param.__dict__["_quick_values"] = quick_values(param, typer_param)
+    return quick
+
+
 # Subclasses that only override methods (no mixin, no slots): `restyle` swaps a parameter's class
-# for one of these, which keeps its state and layout.
+# for one of these, which keeps its state and layout. Each also reads its values without pydantic
+# where it can (triage.cli_values).
 class _Argument(TyperArgument):
+    def get_runtime_param(self) -> Any:
+        return _runtime_param(self, super().get_runtime_param)
+
     def display_type_rich(self, ctx: _click.Context) -> str | None:
         return None  # the name column already says it
 
@@ -58,6 +72,9 @@ class _Argument(TyperArgument):
 
 
 class _Option(TyperOption):
+    def get_runtime_param(self) -> Any:
+        return _runtime_param(self, super().get_runtime_param)
+
     def display_type(self, ctx: _click.Context) -> str:
         return self.metavar or "VALUE"
 
@@ -92,8 +109,29 @@ def value_name(param: TyperArgument | TyperOption, ctx: _click.Context | None = 
     return name
 
 
+def _help_option(option: Any) -> Any:
+    """The `--help` option click makes when a command runs: an `_Option` too (read without pydantic)."""
+    if isinstance(option, TyperOption) and not isinstance(option, _Option):
+        option.__class__ = _Option
+    return option
+
+
+class _Command(TyperCommand):
+    def get_help_option(self, ctx: _click.Context) -> Any:
+        return _help_option(super().get_help_option(ctx))
+
+
+class _Group(TyperGroup):
+    def get_help_option(self, ctx: _click.Context) -> Any:
+        return _help_option(super().get_help_option(ctx))
+
+
 def restyle(command: _click.Command) -> None:
     """Give every parameter of `command` and of the commands under it the styled rendering."""
+    if type(command) is TyperCommand:
+        command.__class__ = _Command
+    elif type(command) is TyperGroup:
+        command.__class__ = _Group
     for param in command.params:
         if isinstance(param, TyperArgument) and not isinstance(param, _Argument):
             param.metavar = param.metavar or value_name(param)
@@ -112,6 +150,9 @@ class HelpGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         restyle(self)
+
+    def get_help_option(self, ctx: _click.Context) -> Any:
+        return _help_option(super().get_help_option(ctx))
 
 
 def help_command(exc: BaseException) -> str | None:

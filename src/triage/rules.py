@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import regex
-import yaml
 
 from triage import __version__, cache
 from triage.fields import FIELDS
@@ -42,8 +41,6 @@ RULE_KINDS = tuple(k.value for k in Kind if k is not Kind.UNEXPLAINED)
 RULE_CATEGORIES = tuple(c.value for c in Category if c is not Category.UNKNOWN)
 SCHEMA_NAME = "rule-v1.schema.json"
 MAX_RULE_BYTES = 256 << 10  # a rule file is a few KiB; anything this large is a mistake or an attack
-# The C-accelerated safe loader where libyaml is present: the same safety, ten times the speed.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A user-supplied regex gets this long per line before it is abandoned (catastrophic backtracking).
 MATCH_TIMEOUT_S = 0.05
 _FORMATTER = string.Formatter()
@@ -186,6 +183,25 @@ def rule_of(data: Any, path: Path, *, builtin: bool = False) -> Rule:
         raise RuleError(f"{path}: malformed rule ({exc!r}); check it against {SCHEMA_NAME}") from None
 
 
+def read_builtin_document(path: Path, what: str) -> Any:
+    """The document of a YAML file shipped with triage (never a user's), from the cache while the
+    file is unchanged (keyed as the built-in rules are): reading it needs no YAML parser."""
+    try:
+        st = path.stat()
+    except OSError:
+        return read_rule_document(path, strict=False, what=what)
+    name = f"document-{cache.key(__version__, str(path), st.st_size, st.st_mtime_ns)}.json"
+    if (kept := cache.read(name)) is not None:
+        with contextlib.suppress(ValueError):
+            return json.loads(kept)
+    data = read_rule_document(path, strict=False, what=what)
+    with contextlib.suppress(TypeError, ValueError):
+        text = json.dumps(data, ensure_ascii=False)
+        if json.loads(text) == data:  # only what JSON gives back as it was
+            cache.write(name, text.encode("utf-8"))
+    return data
+
+
 def read_rule_document(path: Path, *, strict: bool = True, what: str = "rule") -> Any:
     """The YAML document of a rule file (`what` else: a policy file): a regular file of at most
     MAX_RULE_BYTES.
@@ -212,9 +228,10 @@ def read_rule_document(path: Path, *, strict: bool = True, what: str = "rule") -
         os.close(fd)
     if len(raw) > MAX_RULE_BYTES:
         raise RuleError(f"{path}: a {what} file must be under {MAX_RULE_BYTES >> 10} KiB")
+    yaml, safe_loader, strict_loader = _yaml()
     try:
         text = raw.decode("utf-8")
-        data = yaml.load(text, Loader=_StrictLoader if strict else _SAFE_LOADER)  # noqa: S506
+        data = yaml.load(text, Loader=strict_loader if strict else safe_loader)
         if strict and lone_surrogate(data):
             raise RuleError(f"{path}: cannot read {what}: a \\ud800-\\udfff escape makes a lone surrogate, "
                             "not Unicode text")
@@ -227,15 +244,24 @@ def read_rule_document(path: Path, *, strict: bool = True, what: str = "rule") -
         raise RuleError(f"{path}: cannot read {what}: nested too deeply") from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """The safe loader, refusing anchors and aliases: a rule file has no use for them."""
+@functools.cache
+def _yaml() -> tuple[Any, Any, Any]:
+    """PyYAML, its safe loader (C-accelerated where libyaml is present: the same safety, ten times
+    the speed) and the strict one; imported when a YAML file is read, which a run whose rules come
+    from the cache does not do."""
+    import yaml
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise yaml.composer.ComposerError(
-                None, None, "YAML anchors and aliases are not allowed in a rule file", event.start_mark)
-        return super().compose_node(parent, index)
+    class StrictLoader(yaml.SafeLoader):
+        """The safe loader, refusing anchors and aliases: a rule file has no use for them."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML anchors and aliases are not allowed in a rule file", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader), StrictLoader
 
 
 def validate(data: Any, path: Path, *, schema: bool = True) -> list[str]:

@@ -19,7 +19,13 @@ import regex
 
 from triage.fields import signal_name
 from triage.model import Category, Status
-from triage.rules import MATCH_TIMEOUT_S, RuleError, pattern_too_large, read_rule_document
+from triage.rules import (
+    MATCH_TIMEOUT_S,
+    RuleError,
+    pattern_too_large,
+    read_builtin_document,
+    read_rule_document,
+)
 
 ACTIONS = ("none", "requeue", "requeue-excluding", "stop", "investigate")
 CULPRIT_KINDS = ("rank", "host", "link")
@@ -80,8 +86,11 @@ class Policy:
 
 @functools.cache
 def default_policy() -> Policy:
-    """The table shipped with triage (policy.yaml)."""
-    return load_policy(_POLICY_FILE, strict=False)
+    """The table shipped with triage (policy.yaml; its document kept in the cache)."""
+    try:
+        return _checked(read_builtin_document(_POLICY_FILE, what="policy"), _POLICY_FILE)
+    except (RuleError, PolicyError):
+        return load_policy(_POLICY_FILE, strict=False)  # a cache entry gone bad: the file decides
 
 
 def load_policy(path: Path, *, strict: bool = True) -> Policy:
@@ -91,6 +100,10 @@ def load_policy(path: Path, *, strict: bool = True) -> Policy:
         data = read_rule_document(path, strict=strict, what="policy")
     except RuleError as exc:
         raise PolicyError(str(exc)) from None
+    return _checked(data, path)
+
+
+def _checked(data: Any, path: Path) -> Policy:
     problems: list[str] = []
     policy = _policy(data, str(path), problems)
     if problems or policy is None:

@@ -55,8 +55,8 @@ def build_config(events: list[Event]) -> list[ConfigItem]:
     """Every key two ranks state differently, the keys with a minority first."""
     said: dict[str, dict[int, tuple[str, Evidence]]] = defaultdict(dict)
     for e in events:
-        if e.rank is None:
-            continue
+        if e.rank is None or (e.rule_id not in _STATING and e.family != "fr"):
+            continue  # most events state no configuration: not asked one by one
         for key, value in _stated(e):
             said[key].setdefault(e.rank, (value, e.evidence))
     items = []
@@ -73,6 +73,9 @@ def build_config(events: list[Event]) -> list[ConfigItem]:
                                 {r: ev for r, (_, ev) in by_rank.items() if r in minority}))
     items.sort(key=lambda i: (not i.minority, i.key not in AFFECTS_INIT, i.key))
     return items[:MAX_ITEMS]
+
+
+_STATING = ("nccl-version", "nccl-env-setting")  # the rules whose events `_stated` reads, with fr's
 
 
 def _stated(e: Event) -> list[tuple[str, str]]:

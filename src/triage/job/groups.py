@@ -21,8 +21,10 @@ def build_groups(events: list[Event], world_size: int | None) -> dict[str, Proce
     # Pair them by (rank, SeqNum).
     seq_group: dict[tuple[int, str], str] = {}
     for event in events:
+        if event.rank is None or "seq" not in event.fields:
+            continue
         ref = group_ref(event, world_size)
-        if ref is not None and ref.key != "pg:?" and event.rank is not None and "seq" in event.fields:
+        if ref is not None and ref.key != "pg:?":
             seq_group.setdefault((event.rank, event.fields["seq"]), ref.key)
     for event in events:
         if event.rank is None:

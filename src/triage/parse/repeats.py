@@ -34,6 +34,7 @@ only once a copy of it comes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -79,6 +80,11 @@ class Repeats:
         self.unsettled: dict[str, list[_Line]] = {}
         self.size = 0
         self.keys: dict[Hashable, Event] = {}
+        # An event's key but for its line's text (`_rough_key`) -> the one event kept under it whose
+        # whole key is not computed yet (None: computed, it is in `keys`). Blanking a line's stamps
+        # is most of a key's cost, and most events of a log are the only ones of their rough key.
+        self.rough: dict[Hashable, Event | None] = {}
+        self._unkeyed = 0  # events in `rough`: kept, their key not in `keys` yet
         self.frozen = False  # a rule was dropped for this source (regex budget): nothing is recalled
         self._split: dict[str, _Split] = {}  # the last few lines taken apart
         # The last _TAIL characters of the lines remembered, where no stamp is among them: a line
@@ -93,16 +99,21 @@ class Repeats:
         # What `again` counted the last line on, where that line was the remembered one as written
         # (the same text, the same lines after it): its copies that follow may be counted in bulk.
         self.exact: tuple[_Line, list[Event], float | None] | None = None
+        # What `again` counted the last line on, where that line was a copy of another time: its
+        # copies of other times that follow may be counted in bulk too (`stamped_copies`).
+        self.stamped: tuple[_Line, list[Event], _Split] | None = None
+        self._shapes: dict[tuple[str, str], CopyShape] = {}  # see `stamped_copies`
 
     def again(self, line: str, line_no: int, start: int, handled: set[int], end: int,
               context: Callable[[int], str | None]) -> bool:
         """Count a copy of a remembered line on its events; False when the line is not known.
 
         `context(end)` gives the text of the lines after it, for a line remembered with them."""
-        self.exact = None
+        self.exact = self.stamped = None
         if self.frozen or not self.size or (self.tails is not None and line[-_TAIL:] not in self.tails):
             return False
-        masked, pieces, *_ = self._split.get(line) or self._stamps(line)
+        split = self._split.get(line) or self._stamps(line)
+        masked, pieces = split[0], split[1]
         by_context = self._by_context(masked)
         if by_context is None:
             return False
@@ -123,6 +134,9 @@ class Repeats:
         firsts: list[Event] = []
         for key in self._keys(known):
             first = self.keys.get(key)
+            if first is None and self.rough.get(key[0]) is not None:  # type: ignore[index]
+                self._settle(key[0])  # type: ignore[index]
+                first = self.keys.get(key)
             if first is None or (stamp is not None and _later_episode(first, stamp)):
                 return False  # tried in full: its events are new ones
             firsts.append(first)
@@ -138,6 +152,8 @@ class Repeats:
             _count(first, 1, line_no, when if when is not None else first.time)
         if exact:
             self.exact = (known, firsts, when)
+        else:
+            self.stamped = (known, firsts, split)
         return True
 
     def exact_after(self) -> str | bool:
@@ -150,6 +166,54 @@ class Repeats:
         `exact`), the last one on line `line_no`: each would be counted so, one by one."""
         assert self.exact is not None  # noqa: S101
         _, firsts, when = self.exact
+        for first in firsts:
+            _count(first, copies, line_no, when if when is not None else first.time)
+
+    def stamped_copies(self) -> tuple[CopyShape, str, str | bool] | None:
+        """For the line `again` just counted as a copy of another time: the shape of a line that,
+        met next, would be counted so too; the line with its stamps blanked; and the text of the
+        lines after it the line was remembered with, stamps blanked too (False: none). None where
+        there is none.
+
+        Such a line is the same text but for the digits of its stamps, each stamp's digits where
+        this one has them (so it is taken apart the same way: `_stamps`), and its clock's date and
+        hour the same: copies less than an hour apart are never another episode.
+        """
+        if self.stamped is None:
+            return None
+        known, _, (masked, _, spans, _, line) = self.stamped
+        fixed = -1, -1  # the clock's date and hour: kept as written
+        if known.clock is not None and known.clock >= 0:
+            start, end = spans[known.clock]
+            colon = line.find(":", start, end)
+            if colon < 0:
+                return None
+            fixed = start, colon + 1
+        key = masked, line[fixed[0]:fixed[1]] if fixed[0] >= 0 else ""
+        shape = self._shapes.get(key)
+        if shape is None:
+            varies = {j for start, end in spans for j in range(start, end)
+                      if line[j] in _DIGITS and not fixed[0] <= j < fixed[1]}
+            low, high = min(varies, default=0), max(varies, default=-1) + 1
+            shape = CopyShape(
+                "".join("[0-9]" if j in varies else re.escape(c) for j, c in enumerate(line)), low, high,
+                tuple((j, None if j in varies else line[j]) for j in range(low, high)))
+            if len(self._shapes) >= _CACHED:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape, masked, self._unstamped(known.after) if isinstance(known.after, str) else False
+
+    def count_stamped(self, copies: int, line_no: int, last: str) -> None:
+        """Count `copies` more copies of other times of the line `again` just counted so (see
+        `stamped_copies`), the last one, `last`, on line `line_no`: each would be counted so, one
+        by one, and only the last one's time stays."""
+        assert self.stamped is not None  # noqa: S101
+        known, firsts, split = self.stamped
+        stamp = None
+        if known.clock is not None and known.clock >= 0:
+            start, end = split[2][known.clock]
+            stamp = stamp_time(last[start:end])
+        when = stamp[0] if stamp else None
         for first in firsts:
             _count(first, copies, line_no, when if when is not None else first.time)
 
@@ -193,10 +257,18 @@ class Repeats:
         """The events not seen before; those that were are counted on their first copy."""
         new: list[Event] = []
         for event in events:
-            key = self._key(event)
+            rough = self._rough_key(event)
+            if rough not in self.rough:  # the first of its rough key: nothing to fold it on
+                if len(self.keys) + self._unkeyed < MAX_KEYS:
+                    self.rough[rough] = event
+                    self._unkeyed += 1
+                new.append(event)
+                continue
+            self._settle(rough)
+            key = (rough, self._masked(event))
             first = self.keys.get(key)
             if first is None or _later_episode(first, (event.time, True) if event.time is not None else None):
-                if first is not None or len(self.keys) < MAX_KEYS:
+                if first is not None or len(self.keys) + self._unkeyed < MAX_KEYS:
                     self.keys[key] = event
                 new.append(event)
             elif first is not event:
@@ -239,6 +311,7 @@ class Repeats:
         return self.lines.get(masked)
 
     def _keys(self, entry: _Line) -> list[Hashable]:
+        """The keys of a remembered line's events, each in `keys` where its event was kept."""
         if entry.keys is None:
             entry.keys = [self._key(event) for event in entry.events]
         return entry.keys
@@ -248,6 +321,10 @@ class Repeats:
 
         The line's text counts with its time stamps blanked, and a `time` field (a rule's own
         reading of the clock, which `Event.time` holds) not at all."""
+        return self._rough_key(event), self._masked(event)
+
+    def _rough_key(self, event: Event) -> Hashable:
+        """An event's key (`_key`) but for its line's text: events of equal keys have equal ones."""
         who = event.identity
         ev = event.evidence
         fields = event.fields
@@ -256,13 +333,37 @@ class Repeats:
         return (event.rule_id, event.kind, event.phase, event.severity, event.message,
                 (who.rank, who.local_rank, who.host, who.pid, who.device, tuple(who.learnt_from.items())),
                 tuple(fields.items()), event.time is None, event.time_has_year, event.family, event.category,
-                ev.source, (self._split.get(ev.text) or self._stamps(ev.text))[0], ev.rule_id)
+                ev.source, ev.rule_id)
+
+    def _masked(self, event: Event) -> str:
+        text = event.evidence.text
+        return (self._split.get(text) or self._stamps(text))[0]
+
+    def _settle(self, rough: Hashable) -> None:
+        """Put the event kept under a rough key into `keys`, under its whole key."""
+        kept = self.rough.get(rough)
+        if kept is not None:
+            self.rough[rough] = None
+            self._unkeyed -= 1
+            self.keys[(rough, self._masked(kept))] = kept
 
     def _unstamped(self, text: str) -> str:
         """The text of a line or a few with their time stamps blanked, from the lines' cache."""
         split = self._split
         masked = [(split.get(part) or self._stamps(part))[0] for part in text.split("\n")]
         return masked[0] if len(masked) == 1 else "\n".join(masked)
+
+
+@dataclass(frozen=True)
+class CopyShape:
+    """The lines that are copies of one line but for its stamps' digits (`Repeats.stamped_copies`),
+    as a regex (`re`) and as columns: those from `low` to `high` hold a digit where the column says
+    None, else the character it says; the others are the line's own."""
+
+    pattern: str
+    low: int
+    high: int
+    columns: tuple[tuple[int, str | None], ...]
 
 
 # A line taken apart (see `Repeats._stamps`): the line with its stamps blanked (each a NUL), its
@@ -272,6 +373,7 @@ _Split = tuple[str, list[str], list[tuple[int, int]], str, str]
 
 
 _ZEROS = str.maketrans("123456789", "000000000")
+_DIGITS = frozenset("0123456789")
 
 
 def _clock(events: list[Event], pieces: list[str]) -> int | None:

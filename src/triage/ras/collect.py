@@ -36,9 +36,8 @@ from types import FrameType
 from typing import Literal
 
 from triage import exitcodes
+from triage.ras import DEFAULT_HOST, DEFAULT_PORT
 
-DEFAULT_HOST = "localhost"
-DEFAULT_PORT = 28028  # NCCL_RAS_CLIENT_PORT, src/ras/ras_internal.h:11
 PROTOCOL = 2  # NCCL_RAS_CLIENT_PROTOCOL, ras_internal.h:12
 RAS_TIMEOUT_S = 5  # RAS_COLLECTIVE_LEG_TIMEOUT_SEC, ras_internal.h:14: how long RAS waits by default
 # What ncclras allows on top of the timeout before it gives up on a report: 1 s (TIMEOUT_INCREMENT,
