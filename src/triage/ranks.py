@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import regex
+from triage.lazy_regex import lazy_compile
 
-_RANK_LIST = regex.compile(r"\d+")
-_RANGE = regex.compile(r"(\d+)\s*-\s*(\d+)")
+_RANK_LIST = lazy_compile(r"\d+")
+_RANGE = lazy_compile(r"(\d+)\s*-\s*(\d+)")
 
 
 def parse_ranks(text: str) -> list[int]:

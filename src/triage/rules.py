@@ -29,6 +29,7 @@ import regex
 
 from triage import __version__, cache
 from triage.fields import FIELDS
+from triage.lazy_regex import lazy_compile
 from triage.model import Category, Kind, Phase
 from triage.textcheck import lone_surrogate
 
@@ -322,7 +323,7 @@ def _compile(source: str) -> regex.Pattern[str] | str:
 MAX_PATTERN_CHARS = 16 << 10
 MAX_REPEAT = 10_000  # one counted repeat's bound
 MAX_EXPANDED = 100_000  # atoms once every counted repeat is expanded (nested ones multiply)
-_COUNTED = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+_COUNTED = lazy_compile(r"\{(\d*)(?:,(\d*))?\}")
 
 
 def pattern_too_large(source: str) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import regex
 
+from triage.lazy_regex import lazy_compile
 from triage.model import Event, Identity, Kind, Unexplained
 from triage.parse.marks import Mark, classify, pieces, signature
 from triage.parse.prefix import peel
@@ -76,10 +77,10 @@ def format_time(seconds: float | None) -> str | None:
 # --- drafting a rule from a line ---------------------------------------------------------------
 
 # What each kind of varying part becomes in a regex: the shape of the text, with its digit runs free.
-_DIGITS = regex.compile(r"\d+")
-_HEX = regex.compile(r"[0-9a-fA-F]+")
+_DIGITS = lazy_compile(r"\d+")
+_HEX = lazy_compile(r"[0-9a-fA-F]+")
 _MIN_LITERAL = 4  # a shorter literal would make every noise line a candidate
-_ID_WORD = regex.compile(r"[A-Za-z][A-Za-z0-9]*")
+_ID_WORD = lazy_compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 class DraftError(ValueError):

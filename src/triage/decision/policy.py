@@ -18,6 +18,7 @@ from typing import Any
 import regex
 
 from triage.fields import signal_name
+from triage.lazy_regex import lazy_compile
 from triage.model import Category, Status
 from triage.rules import (
     MATCH_TIMEOUT_S,
@@ -43,7 +44,7 @@ CONDITIONS: dict[str, tuple[str, ...] | None] = {
 PLACEHOLDERS = ("culprits", "hosts", "category", "phase", "confidence", "signal", "env")
 _ROW_KEYS = ("id", "when", "action", "reason", "flight_recorder")
 _TOP_KEYS = ("version", "confident", "flight_recorder_env", "exit_codes", "rules")
-_ENV_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_NAME = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _POLICY_FILE = Path(__file__).resolve().parent / "policy.yaml"
 
 

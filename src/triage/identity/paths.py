@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import regex
-
 from triage.identity.state import State, launcher_record, note_disagreement, set_once, still_unknown
 from triage.ingest import identity as layout
 from triage.ingest.identity import identity_from_path
+from triage.lazy_regex import lazy_compile
 from triage.model import Identity
 
-_TORCHRUN_LAYOUT = regex.compile(r"attempt_\d+[/!]\d+[/!](?:stdout|stderr|error)\.(?:log|json)$")
+_TORCHRUN_LAYOUT = lazy_compile(r"attempt_\d+[/!]\d+[/!](?:stdout|stderr|error)\.(?:log|json)$")
 
 
 def from_path(state: State) -> None:

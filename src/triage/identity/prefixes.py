@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-import regex
-
 from triage.identity.process_groups import group_ref
 from triage.identity.state import LAUNCHERS, State, set_once, still_unknown
+from triage.lazy_regex import lazy_compile
 from triage.model import Identity, Kind
 
 # Families whose `rank` field names the writer (or the worker a launcher line is about).
 _RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
 # triage.health's line (`TAG rank N:` in src/triage/health/result.py) names its writer's global rank.
-_HEALTH_ENVELOPE = regex.compile(r"\btriage-health rank (?P<rank>\d{1,9}): ")
+_HEALTH_ENVELOPE = lazy_compile(r"\btriage-health rank (?P<rank>\d{1,9}): ")
 _HEALTH_HOW = "triage.health's line names its writer"
 
 

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import regex
-
 from triage.identity.state import State
+from triage.lazy_regex import lazy_compile
 from triage.model import Event
 
 # `[PG ID 2 PG GUID 3(tp) Rank 1]` (2.5+), `[PG 3 (tp) Rank 1]` / `[PG 3 Rank 1]` (2.2-2.4).
-_PG_PREFIX = regex.compile(
+_PG_PREFIX = lazy_compile(
     r"\[(?:PG ID (?P<pg_id>\d+) PG GUID (?P<guid>[^\s(\]]+)(?:\((?P<desc>[^)\]]*)\))?"
     r"|PG (?P<name>[^\s(\]]+)(?: \((?P<desc2>[^)\]]*)\))?) Rank (?P<pg_rank>\d+)\]"
 )
 # The `pg` field some rules capture: `3(tp)`, `0 (default_pg)`, `0`.
-_PG_FIELD = regex.compile(r"^(?P<guid>[^\s(]+)\s?(?:\((?P<desc>[^)]*)\))?$")
+_PG_FIELD = lazy_compile(r"^(?P<guid>[^\s(]+)\s?(?:\((?P<desc>[^)]*)\))?$")
 _DEFAULT_DESCS = {"default_pg", "undefined", ""}
 
 

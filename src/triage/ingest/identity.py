@@ -13,35 +13,36 @@ from pathlib import PurePosixPath
 
 import regex
 
+from triage.lazy_regex import lazy_compile
 from triage.model import Identity
 
-_TORCHRUN = regex.compile(r"(?:^|/)attempt_\d+/(?P<local>\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
+_TORCHRUN = lazy_compile(r"(?:^|/)attempt_\d+/(?P<local>\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
 # The node's log dir (`<log_dir>/<run_id>_<rand>`) above a file, or a writer's folder, of the layout.
-_LOG_DIR = regex.compile(r"^(?:(?P<dir>.*)/)?attempt_\d+/\d+(?:/(?:stdout|stderr|error)\.(?:log|json))?$")
+_LOG_DIR = lazy_compile(r"^(?:(?P<dir>.*)/)?attempt_\d+/\d+(?:/(?:stdout|stderr|error)\.(?:log|json))?$")
 TORCHRUN_LOCAL = "torchrun --log-dir layout"  # how a local rank learnt from the layout is recorded
 ONE_NODE = ("torchrun --log-dir local rank, as the rank on a single node (no other node's files, host "
             "or rank here; on a later node it is another rank)")
 ONE_NODE_NOTE = ("rank {rank} is its torchrun local rank, taken as the rank because nothing here shows another "
                  "node: on a later node of a multi-node job it is another rank")
 NODE_BASE = "torchrun --log-dir local rank plus its node's base (the rank of another worker's file there)"
-_RANK = regex.compile(r"(?:^|[/_.-])(?:rank|global_rank|grank)[_-]?0*(?P<rank>\d+)(?=[._/-]|$)", regex.I)
-_LOCAL = regex.compile(r"(?:^|[/_.-])local[_-]?rank[_-]?0*(?P<local>\d+)(?=[._/-]|$)", regex.I)
-_SLURM_TASK = regex.compile(r"(?:^|[/_.-])(?:task|proc)[_-]?0*(?P<task>\d+)(?=[._-]|$)", regex.I)
-_SLURM_JOB_TASK = regex.compile(r"-(?P<job>\d{2,})-(?P<task>\d+)\.(?:out|err|log)$")
-_NCCL_FILE = regex.compile(r"(?:^|/)nccl[._-](?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d+)(?:\.log)?$")
+_RANK = lazy_compile(r"(?:^|[/_.-])(?:rank|global_rank|grank)[_-]?0*(?P<rank>\d+)(?=[._/-]|$)", regex.I)
+_LOCAL = lazy_compile(r"(?:^|[/_.-])local[_-]?rank[_-]?0*(?P<local>\d+)(?=[._/-]|$)", regex.I)
+_SLURM_TASK = lazy_compile(r"(?:^|[/_.-])(?:task|proc)[_-]?0*(?P<task>\d+)(?=[._-]|$)", regex.I)
+_SLURM_JOB_TASK = lazy_compile(r"-(?P<job>\d{2,})-(?P<task>\d+)\.(?:out|err|log)$")
+_NCCL_FILE = lazy_compile(r"(?:^|/)nccl[._-](?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d+)(?:\.log)?$")
 # MindSpore's msrun: `<log_dir>/msrun_log/worker_<rank>.log` (and scheduler.log), one file per rank. The
 # underscore tells it from a host's file: host names (Kubernetes pods `job-worker-3`) cannot hold one.
-_MSRUN = regex.compile(r"(?:^|/)worker_(?P<rank>\d+)\.log$")
-_PLOG = regex.compile(r"(?:^|/)(?:plog|device)-(?P<pid>\d+)_\d+\.log$")
+_MSRUN = lazy_compile(r"(?:^|/)worker_(?P<rank>\d+)\.log$")
+_PLOG = lazy_compile(r"(?:^|/)(?:plog|device)-(?P<pid>\d+)_\d+\.log$")
 # CANN's device-side logs sent to the host: `debug/device-<devId>/device-<pid>_<ts>.log`.
-_DEVICE_DIR = regex.compile(r"(?:^|/)device-(?P<device>\d{1,3})/device-\d+_\d+\.log$")
-_HOST_DIR = regex.compile(
+_DEVICE_DIR = lazy_compile(r"(?:^|/)device-(?P<device>\d{1,3})/device-\d+_\d+\.log$")
+_HOST_DIR = lazy_compile(
     r"^(?:host_\d+_(?P<ip>[\d.]+)|(?P<bare_ip>\d{1,3}(?:\.\d{1,3}){3})"
     r"|(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|ip|trn|pod)[\w.-]*?\d[\w.-]*))$",
     regex.I,
 )
 # `node07.log`, and a node's launcher console as people save it: `node07-console.log`, `node07_stdout.txt`.
-_HOST_FILE = regex.compile(
+_HOST_FILE = lazy_compile(
     r"^(?P<name>(?:node|host|worker|nid|gpu|compute|dgx|hgx|cn|trn)[\w-]*?\d[\w-]*?)"
     r"(?:[-_.](?:console|stdout|stderr|output))?\.(?:log|out|err|txt)$",
     regex.I,

@@ -10,16 +10,16 @@ from __future__ import annotations
 import calendar
 import functools
 
-import regex
+from triage.lazy_regex import lazy_compile
 
 YEARLESS = 2000
 
-_FULL = regex.compile(
+_FULL = lazy_compile(
     r"(?P<y>20\d\d)-(?P<mo>\d\d)-(?P<d>\d\d)[-T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?:[.,](?P<frac>\d{1,6}))?"
 )
 # c10 `[E709 17:05:38.162555850 file:line]` and glog/torchrun `E0606 09:10:14.926000 pid file:line]`.
-_GLOG = regex.compile(
+_GLOG = lazy_compile(
     r"(?:^|[\[\s:])[FEWIV](?P<mo>\d{1,2}?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?:\.(?P<frac>\d+))? "
 )
@@ -54,11 +54,11 @@ def parse_time(text: str) -> tuple[float, bool] | None:
 # Every time stamp a line may carry (its envelope's, a launcher's): a date and time of day with
 # their fractions and zone, a glog/c10 `MMDD HH:MM:SS` after its severity letter, a bare time of
 # day. What a crash loop's line memory (parse/repeats.py) blanks to tell copies from other lines.
-_STAMP = regex.compile(
+_STAMP = lazy_compile(
     r"(?:\d{4}-\d\d-\d\d[-T _]|(?<=[FEWIV])\d{3,4} )?(?<!\d)\d\d:\d\d:\d\d(?:[.,:]\d+)*"
     r"(?:Z|[+-]\d\d:?\d\d(?!\d))?")
 # What `parse_time` reads in one of them, up to its seconds.
-_PIECE = regex.compile(
+_PIECE = lazy_compile(
     r"(?:(20\d\d)-(\d\d)-(\d\d)[-T _]|(\d{1,2}?)(\d\d) )(\d\d):(\d\d):(\d\d)")
 
 

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import regex
+from triage.lazy_regex import lazy_compile
 
 UNEXPLAINED_RULE_ID = "unclassified-error"
 
@@ -73,63 +73,63 @@ class Mark:
 
 # --- envelopes that carry a severity ---------------------------------------------------------------
 
-_NCCL_WARN = regex.compile(r"(?:^|\s)NCCL WARN ?(?P<msg>.*)")
-_NCCL_QUIET = regex.compile(
+_NCCL_WARN = lazy_compile(r"(?:^|\s)NCCL WARN ?(?P<msg>.*)")
+_NCCL_QUIET = lazy_compile(
     r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?[A-Za-z0-9][\w.-]*:\d+:\d+ (?:\[\d+\] )?.{0,80}?NCCL (?:INFO|TRACE|CALL|VERSION)\b")
-_C10 = regex.compile(
+_C10 = lazy_compile(
     r"^\s?\[(?P<sev>[FEWIV])(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)? (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*)"
     r"|^(?P<sev>[FEWIV])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ (?P<file>[\w./-]+):\d+\] ?(?P<msg>.*)")
 _PG_PREFIX_RE = r"(?:\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*)?"
-_PG_PREFIX = regex.compile(r"^\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*")
+_PG_PREFIX = lazy_compile(r"^\[(?:PG [^\]]*?\s?)?Rank \d+\]\s*")
 # CANN `[ERROR] HCCL(pid,name):ts [file:line][tid]msg`; MindSpore's glog envelope `[ERROR] DEVICE(pid,tid,python):ts
 # [mindspore/…/file.cc:line] Function] msg` and its Python logger's `[ERROR] ME(pid:thread,MainProcess):ts
 # [mindspore/…/file.py:line] msg` (docs/formats.md §5.2, §5.10): the MindSpore function name is envelope too.
-_CANN = regex.compile(
+_CANN = lazy_compile(
     r"^\[(?P<level>[A-Z]+)\]\s?(?P<module>[A-Z][A-Z0-9_]*)\(\d+[,:][^)]*\):\s?"
     r"\d{4}-\d\d-\d\d[-\s]\d\d:\d\d:\d\d(?:\.\d+)*\s?"
     r"(?:\[mindspore/[^\]\s]*:\d+\]\s?(?:[A-Za-z_~][\w~]*(?:\(\))?\]\s)?"
     r"|(?:\[[^\]\s]*:\d+\])?\s?(?:\[(?:tid:)?\d+\]|tid:\d+,|\d+ (?=\S))?)\s?(?P<msg>.*)")
 # torch_npu's error footer: `[ERROR] 2024-05-21-11:57:54 (PID:927000, Device:3, RankID:3) ERR02200 …`.
-_NPU_FOOTER = regex.compile(
+_NPU_FOOTER = lazy_compile(
     r"^\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device:-?\d+, RankID:-?\d+\) (?P<msg>.*)")
-_BRACKET_LEVEL = regex.compile(r"^\s?\[(?P<level>ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|NOTICE)\]\s?(?P<msg>.*)")
-_ASCEND_WORDS = regex.compile(r"HCCL|HCCP|NPU|ACL|CANN|ERR\d{5}|\bE[A-Z]\d{4}\b")
+_BRACKET_LEVEL = lazy_compile(r"^\s?\[(?P<level>ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|NOTICE)\]\s?(?P<msg>.*)")
+_ASCEND_WORDS = lazy_compile(r"HCCL|HCCP|NPU|ACL|CANN|ERR\d{5}|\bE[A-Z]\d{4}\b")
 _LEVELS = r"DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # Python logging: `ERROR:name:msg` (basicConfig), or a timestamp followed within a few fields by
 # the level (`- train - ERROR - `, ` ERROR train: `, `: [ERROR] `, `| ERROR    | `). The first
 # level word after the timestamp is the record's level.
-_LOGGING = regex.compile(
+_LOGGING = lazy_compile(
     r"^(?:(?P<level>" + _LEVELS + r"):[\w.]*:(?P<msg>.*)"
     r"|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,:]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?.{0,80}?"
     r"(?<![\w-])\[?(?P<level>" + _LEVELS + r")\]?(?![\w-])\s*(?:[-|:]\s*)?(?P<msg>.*))\s*$")
 
 # --- shapes that mean failure wherever they appear ----------------------------------------------
 
-_PY_WARNING = regex.compile(r"^\S+:\d+: \w*Warning: ")
-_SLURM = regex.compile(r"^(?P<tool>srun|slurmstepd|sbatch|salloc)(?:-[\w.-]+)?(?:\[\d+\])?: error: (?P<msg>.*)")
-_TERMINATE = regex.compile(
+_PY_WARNING = lazy_compile(r"^\S+:\d+: \w*Warning: ")
+_SLURM = lazy_compile(r"^(?P<tool>srun|slurmstepd|sbatch|salloc)(?:-[\w.-]+)?(?:\[\d+\])?: error: (?P<msg>.*)")
+_TERMINATE = lazy_compile(
     r"terminate called (?:after throwing an instance of '[^']*'|without an active exception|recursively)")
-_FATAL_PY = regex.compile(r"Fatal Python error: (?P<msg>.*\S)")
+_FATAL_PY = lazy_compile(r"Fatal Python error: (?P<msg>.*\S)")
 # bash's report of a job ended by a signal: the status alone, or `{script}: line {n}: {pid} {status}`
 # padded to a column before the command (`Killed` is separate: python-shell-killed knows it).
-_SHELL_SIGNAL = regex.compile(
+_SHELL_SIGNAL = lazy_compile(
     r"^(?:[^\s:]+: (?:line \d+: )?)?\s*(?:\d+ )?(?P<msg>Segmentation fault|Aborted|Bus error|Floating point exception"
     r"|Illegal instruction|Trace/breakpoint trap)(?:(?P<core>\s+\(core dumped\))(?:\s+\S.*)?|\s{2,}\S.*)?\s*$")
-_CORE_DUMPED = regex.compile(r"\(core dumped\)")
-_KILLED = regex.compile(r"^(?:[^\s:]+: (?:line \d+: )?)?\s*(?:\d+ )?(?P<msg>Killed)(?:\s{2,}\S.*)?\s*$")
-_EXCEPTION = regex.compile(
+_CORE_DUMPED = lazy_compile(r"\(core dumped\)")
+_KILLED = lazy_compile(r"^(?:[^\s:]+: (?:line \d+: )?)?\s*(?:\d+ )?(?P<msg>Killed)(?:\s{2,}\S.*)?\s*$")
+_EXCEPTION = lazy_compile(
     r"^\s?(?P<msg>(?:[A-Za-z_]\w{0,100}\.){0,16}[A-Z]\w{0,100}(?:Error|Exception)(?:: .*)?)\s*$")
-_ERROR_CODE = regex.compile(r"(?<![\w])(?P<code>E[A-Z]\d{4})(?![\w])")
-_EXIT_STATUS = regex.compile(
+_ERROR_CODE = lazy_compile(r"(?<![\w])(?P<code>E[A-Z]\d{4})(?![\w])")
+_EXIT_STATUS = lazy_compile(
     r"(?i:\b(?:exit(?:ed|s)? with (?:exit |return )?(?:code|status)|exit[ _]?(?:code|status)|return ?code))"
     r"(?:\s{0,8}(?:[:=]|of|is))?\s{0,8}(?P<code>[-+]?\d+)\b")
 
-TRACEBACK = regex.compile(r"^\s?Traceback \(most recent call last\):\s*$")
+TRACEBACK = lazy_compile(r"^\s?Traceback \(most recent call last\):\s*$")
 # The last line of a traceback: `Name: message` (a builtin is capitalised; other exceptions print
 # their module path) or a bare name that reads like an exception.
 # (Names are bounded: a line of `a.a.a.…` must not make the engine try every split.)
 _NAME = r"[A-Za-z_]\w{0,100}"
-_EXCEPTION_END = regex.compile(
+_EXCEPTION_END = lazy_compile(
     r"^\s?(?P<msg>(?:(?:" + _NAME + r"\.){1,16}" + _NAME + r"|[A-Z]\w{0,100})(?::\s.*|:)"
     r"|(?:" + _NAME + r"\.){0,16}(?:[A-Z]\w{0,100}(?:Error|Exception|Interrupt|Exit|Warning)"
     r"|Stop(?:Async)?Iteration))\s*$")
@@ -225,7 +225,7 @@ _MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 _DAYS = "Mon|Tue|Wed|Thu|Fri|Sat|Sun"
 # The parts of a message that change from rank to rank and run to run. Order matters: the first
 # alternative that matches at a position wins (a time before its numbers, an address before hex).
-_VARYING = regex.compile(
+_VARYING = lazy_compile(
     r"(?P<keep>(?<![\w])(?:E[A-Z]\d{4}|ERR\d{5})(?![\w]))"
     r"|(?P<time>\d{4}-\d\d-\d\d[-T _]\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?"
     r"|(?<![\w:])\d\d:\d\d:\d\d(?:[.,]\d+)*"
@@ -239,8 +239,8 @@ _VARYING = regex.compile(
     r"|(?P<n>(?<![A-Za-z0-9])\d+(?:\.\d+)*(?:[eE][-+]?\d+)?"
     r"|(?<=(?<![A-Za-z])(?i:rank|node|host|gpu|npu|cuda|dev|device|worker|task|proc|pid|tid|thread)_?)\d+)")
 _PLACEHOLDER = {"time": "<time>", "ip": "<ip>", "addr": "<addr>", "id": "<id>", "n": "<n>"}
-_SPACE = regex.compile(r"\s+")
-_HAS_DIGIT = regex.compile(r"\d")
+_SPACE = lazy_compile(r"\s+")
+_HAS_DIGIT = lazy_compile(r"\d")
 MAX_SIGNATURE = 240
 
 

@@ -25,12 +25,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import regex
-
 from triage import cache
+from triage.lazy_regex import lazy_compile
 
 _NEEDLE_LENGTHS = (4, 5, 6, 8, 10, 12)
-_WORD = regex.compile(r"[A-Za-z_]{5,}")
+_WORD = lazy_compile(r"[A-Za-z_]{5,}")
 # A needle may begin with a character no more frequent than this in healthy logs: the regex
 # engine stops at every position holding a possible first character. A literal without one is
 # covered by one of its words, searched with str.find (one pass over the text each).

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from triage.lazy_regex import lazy_compile
 from triage.model import Event, Evidence, Identity, Kind, Phase
 from triage.parse.clock import parse_time
 from triage.rules import Rule
@@ -37,16 +38,16 @@ _WORDS = {"collective": "inside a collective", "device-wait": "waiting on the de
           "exception": "handling an exception", "lock": "blocked on a lock", "sleep": "sleeping",
           "python": "running its own code"}
 
-_PROCESS = regex.compile(r"^Process (?P<pid>\d+): (?P<cmd>.*)$")
-_PYTHON = regex.compile(r"^Python v\d+\.\d+")
-_THREAD = regex.compile(r'^Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<status>[\w+ ]+)\)(?:: "(?P<name>[^"]*)")?')
-_FRAME = regex.compile(r"^ {2,}(?P<frame>\S.*\))\s*$")
-_HEADER = regex.compile(
+_PROCESS = lazy_compile(r"^Process (?P<pid>\d+): (?P<cmd>.*)$")
+_PYTHON = lazy_compile(r"^Python v\d+\.\d+")
+_THREAD = lazy_compile(r'^Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<status>[\w+ ]+)\)(?:: "(?P<name>[^"]*)")?')
+_FRAME = lazy_compile(r"^ {2,}(?P<frame>\S.*\))\s*$")
+_HEADER = lazy_compile(
     r"^triage watch: py-spy dump of rank (?P<rank>\d+) \(pid (?P<pid>\d+)"
     r"(?:, local_rank (?P<local>\d+))?(?:, world_size (?P<world>\d+))?\)"
     r"(?: on host (?P<host>\S+))?(?: at (?P<time>\S+))?")
-_ADDRESS = regex.compile(r"^\s*0x[0-9a-fA-F]+ \(")  # a native frame with no symbol
-_LOOKS = regex.compile(r"^Process \d+: .*\n(?:Python v\d|Error)", regex.M)
+_ADDRESS = lazy_compile(r"^\s*0x[0-9a-fA-F]+ \(")  # a native frame with no symbol
+_LOOKS = lazy_compile(r"^Process \d+: .*\n(?:Python v\d|Error)", regex.M)
 
 
 def looks_like(head: str) -> bool:

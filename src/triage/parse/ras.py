@@ -24,27 +24,28 @@ from typing import Any
 
 import regex
 
+from triage.lazy_regex import lazy_compile
 from triage.model import Category, Event, Evidence, Identity, Kind, Phase
 
 MAX_BYTES = 64 << 20  # a verbose dump of a 100k-GPU job is a few MB
 FAMILY = "ras"
 
-_HEADER = regex.compile(r"^NCCL version (?P<version>\d+\.\d+\.\d+\S*) compiled with CUDA", regex.M)
+_HEADER = lazy_compile(r"^NCCL version (?P<version>\d+\.\d+\.\d+\S*) compiled with CUDA", regex.M)
 # `ras-20261122T101500.123456Z.txt`, as `triage ras collect` names its snapshots.
-_STAMP = regex.compile(r"ras-(?P<stamp>\d{8}T\d{6})(?:\.(?P<us>\d{1,6}))?Z")
-_PROCESS = regex.compile(r"^\s+Process (?P<pid>\d+) on node (?P<ip>\S+) managing GPUs? (?P<gpus>[\d,]+)")
+_STAMP = lazy_compile(r"ras-(?P<stamp>\d{8}T\d{6})(?:\.(?P<us>\d{1,6}))?Z")
+_PROCESS = lazy_compile(r"^\s+Process (?P<pid>\d+) on node (?P<ip>\S+) managing GPUs? (?P<gpus>[\d,]+)")
 _GPU_PROC = r"GPU (?P<gpu>\d+)(?: \(NVML \d+\))? managed by process (?P<pid>\d+) on node (?P<ip>\S+)"
-_RANK_ONLY = regex.compile(r"^\s+Rank (?P<rank>\d+) -- (?:" + _GPU_PROC + r"|\[process information not found\])")
-_RANK_STATUS = regex.compile(r"^\s+Rank (?P<rank>\d+) has status (?P<status>[A-Z]+) -- (?:" + _GPU_PROC + r"|\[)")
-_RANK_COUNT = regex.compile(
+_RANK_ONLY = lazy_compile(r"^\s+Rank (?P<rank>\d+) -- (?:" + _GPU_PROC + r"|\[process information not found\])")
+_RANK_STATUS = lazy_compile(r"^\s+Rank (?P<rank>\d+) has status (?P<status>[A-Z]+) -- (?:" + _GPU_PROC + r"|\[)")
+_RANK_COUNT = lazy_compile(
     r"^\s+Rank (?P<rank>\d+) (?:has launched up to operation (?P<count>\d+)|has not launched any operations)"
     r" -- (?:" + _GPU_PROC + r"|\[)")
-_RANK_REPORTED = regex.compile(r"^\s+Rank (?P<rank>\d+) reported (?P<error>[A-Za-z ]+?) -- (?:" + _GPU_PROC + r"|\[)")
-_COMM_BLOCK = regex.compile(r"^#(?P<group>\d+)-(?P<idx>\d+) \((?P<hash>[0-9a-fA-F]+)\) (?P<what>INCOMPLETE|ERROR|MISMATCH)\s*$")
-_GROUP_ROW = regex.compile(
+_RANK_REPORTED = lazy_compile(r"^\s+Rank (?P<rank>\d+) reported (?P<error>[A-Za-z ]+?) -- (?:" + _GPU_PROC + r"|\[)")
+_COMM_BLOCK = lazy_compile(r"^#(?P<group>\d+)-(?P<idx>\d+) \((?P<hash>[0-9a-fA-F]+)\) (?P<what>INCOMPLETE|ERROR|MISMATCH)\s*$")
+_GROUP_ROW = lazy_compile(
     r"^\s*(?P<group>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P<per_node>[\d-]+)\s+(?P<size>\d+)\s+"
     r"(?P<in_group>\d+)\s+(?P<status>[A-Z]+)\s+(?P<errors>[A-Z,]+)\s*$")
-_JOB_ROW = regex.compile(r"^\s*(?P<nodes>\d+)\s+(?P<per_node>\d+)\s+(?P<gpus_pp>\d+)\s+(?P<processes>\d+)\s+(?P<gpus>\d+)\s*$")
+_JOB_ROW = lazy_compile(r"^\s*(?P<nodes>\d+)\s+(?P<per_node>\d+)\s+(?P<gpus_pp>\d+)\s+(?P<processes>\d+)\s+(?P<gpus>\d+)\s*$")
 
 
 @dataclass
@@ -82,15 +83,15 @@ def looks_like(head: str) -> bool:
 # A section of a report with no header (an excerpt: the guide's examples, a paste of the part that
 # matters): its title alone on a line, underlined with `=`, and inside it a shape no other log
 # prints: a block title with the block's own first line under it, or the section's table header.
-_SECTION_TITLE = regex.compile(r"(?:Job summary|Communicators\.\.\. \(\d+(?:\.\d+)?s\)|Errors|Warnings)\s*$")
-_UNDERLINE = regex.compile(r"=+\s*$")
-_BLOCK_TITLE = regex.compile(
+_SECTION_TITLE = lazy_compile(r"(?:Job summary|Communicators\.\.\. \(\d+(?:\.\d+)?s\)|Errors|Warnings)\s*$")
+_UNDERLINE = lazy_compile(r"=+\s*$")
+_BLOCK_TITLE = lazy_compile(
     r"(?:INCOMPLETE|DEAD|TIMEOUT|#\d+-\d+ \([0-9a-fA-F]+\) (?:INCOMPLETE|ERROR|MISMATCH))\s*$")
-_BLOCK_FIRST = regex.compile(
+_BLOCK_FIRST = lazy_compile(
     r"\s+(?:Missing communicator data from \d+ (?:job process|rank)|\d+ job process(?:es are| is) considered dead "
     r"|Encountered \d+ communication timeout|(?:Initialization|Asynchronous) errors? on \d+ rank"
     r"|Communicator ranks have different )")
-_TABLE_HEAD = regex.compile(r"(?:Group\s+Comms\s+Nodes|\s*Nodes\s+Processes\s+GPUs)")
+_TABLE_HEAD = lazy_compile(r"(?:Group\s+Comms\s+Nodes|\s*Nodes\s+Processes\s+GPUs)")
 
 
 def headless_starts(lines: list[str]) -> set[int]:
@@ -121,7 +122,7 @@ def headless_starts(lines: list[str]) -> set[int]:
 # The lines a text report is made of beyond its indented ones (docs/formats.md §4.1): its
 # headers and rules, section and block titles, the tables' header rows. Any other line that does
 # not begin with a blank is no longer the report's.
-_REPORT_LINE = regex.compile(
+_REPORT_LINE = lazy_compile(
     r"(?:NCCL version \S+ compiled with CUDA|CUDA runtime version |Job summary\s*$|=+\s*$|\(total\)|"
     r"Nodes\s+Processes|Communicators|Gathering data about|Group\s+Comms|Errors\s*$|Warnings\s*$|"
     r"(?:INCOMPLETE|DEAD|TIMEOUT)\s*$|#\d+-\d+ \(|No communicator data collected|The outlier node)")

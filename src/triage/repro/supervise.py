@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 
 import regex
 
+from triage.lazy_regex import lazy_compile
 from triage.repro.launcher_env import RankEnv
 from triage.repro.logfile import LineLog
 from triage.repro.options import ReproOptions
@@ -331,7 +332,7 @@ def _on_exit(run: Run, proc: Proc, code: int, now: float) -> None:
         run.death = (proc.job_rank, now)
 
 
-_FAULTHANDLER_TIMEOUT = regex.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", regex.M)
+_FAULTHANDLER_TIMEOUT = lazy_compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", regex.M)
 
 
 def _faulthandler_timed_out(log_path: Path) -> bool:

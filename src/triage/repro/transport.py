@@ -41,29 +41,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
+from triage.lazy_regex import lazy_compile
 
 # The NCCL envelope anywhere in a line, so that torchrun's `[default0]:`, a 2.26+ timestamp or our
 # own tag may come first.
-_INFO = regex.compile(r"[^\s:]+:\d+:\d+ \[\d+\] NCCL INFO (?P<msg>.*)")
+_INFO = lazy_compile(r"[^\s:]+:\d+:\d+ \[\d+\] NCCL INFO (?P<msg>.*)")
 # Every connection line: P2P, SHM and NET name both ends (`rank[dev] -> rank[dev]`), CollNet only
 # the local rank. Only these lines end in ` via <transport>`.
-_CONNECTION = regex.compile(
+_CONNECTION = lazy_compile(
     r"^(?:Channel|CollNet) \d+(?:/\d+)? : "
     r"(?:\d+\[(?P<src_dev>[0-9a-f]+)\] -> \d+\[(?P<dst_dev>[0-9a-f]+)\]|\d+) "
     r"(?:\[(?:send|receive)\] )?via (?P<via>\S.*?)\s*$")
 # `NET/IB/3(2)/GDRDMA(PCI)/Shared`: network, NIC, proxy rank (PXN), flags; CollNet alike.
-_NET = regex.compile(
+_NET = lazy_compile(
     r"^NET/(?P<name>.+?)/\d+(?:\(\d+\))?(?P<flags>(?:/GDRDMA)?(?:\(PCI\))?(?:/Shared)?)$")
-_COLLNET = regex.compile(r"^COLLNET/(?P<name>.+?)/\d+(?P<flags>(?:/GDRDMA)?(?:\(PCI\))?)$")
-_INDIRECT_HOP = regex.compile(r"/\d+\[[0-9a-f]+\]")  # `P2P/indirect/2[2]`: which GPU relays
-_NVLS = regex.compile(r"^NVLS comm \S+ headRank \d+")
-_HOSTID = regex.compile(r"^NCCL_HOSTID set by environment to ")
-_NETWORK = regex.compile(r"^Using network (?P<name>.+?)\s*$")
-_SOCKET_DEVICES = regex.compile(r"^NET/Socket : Using(?P<list>.*)$")
-_IB_DEVICES = regex.compile(r"^NET/IB : Using(?P<list>.*?); OOB ")
-_DEVICE = regex.compile(r" \[\d+\](\S+)")  # ` [0]lo:127.0.0.1<0>`, ` [1]mlx5_1:1/IB`
-_PORT = regex.compile(r"<\d+>$")
+_COLLNET = lazy_compile(r"^COLLNET/(?P<name>.+?)/\d+(?P<flags>(?:/GDRDMA)?(?:\(PCI\))?)$")
+_INDIRECT_HOP = lazy_compile(r"/\d+\[[0-9a-f]+\]")  # `P2P/indirect/2[2]`: which GPU relays
+_NVLS = lazy_compile(r"^NVLS comm \S+ headRank \d+")
+_HOSTID = lazy_compile(r"^NCCL_HOSTID set by environment to ")
+_NETWORK = lazy_compile(r"^Using network (?P<name>.+?)\s*$")
+_SOCKET_DEVICES = lazy_compile(r"^NET/Socket : Using(?P<list>.*)$")
+_IB_DEVICES = lazy_compile(r"^NET/IB : Using(?P<list>.*?); OOB ")
+_DEVICE = lazy_compile(r" \[\d+\](\S+)")  # ` [0]lo:127.0.0.1<0>`, ` [1]mlx5_1:1/IB`
+_PORT = lazy_compile(r"<\d+>$")
 
 # Slowest first: an all-reduce ring runs at the pace of its slowest hop, so that hop's kind decides
 # which reference applies. The order is a judgement, not a measurement:
@@ -208,9 +208,9 @@ def combine(uses: Iterable[TransportUse]) -> TransportUse:
 # `nvidia-smi topo -m`: a header row naming the columns (GPUs first, then NICs and affinities),
 # then one row per GPU. GPU-to-GPU cells are `X` (self), `NV#` (# bonded NVLinks), or the PCIe path:
 # PIX, PXB, PHB, NODE, SYS (SOC in old drivers). On a terminal the header is underlined (ANSI).
-_ANSI = regex.compile(r"\x1b\[[0-9;]*m")
-_GPU = regex.compile(r"^GPU(\d+)$")
-_NVLINK_CELL = regex.compile(r"^NV\d+$")
+_ANSI = lazy_compile(r"\x1b\[[0-9;]*m")
+_GPU = lazy_compile(r"^GPU(\d+)$")
+_NVLINK_CELL = lazy_compile(r"^NV\d+$")
 _PCIE_CELLS = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
 
 

@@ -14,15 +14,14 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import regex
-
+from triage.lazy_regex import lazy_compile
 from triage.parse import pyspy
 from triage.rules import Rule
 from triage.watch.procs import PROC, RankProc, read_text, stat_fields
 from triage.watch.progress import Sample, StackView
 
 SAMPLE_TIMEOUT_S = 10.0  # one stack sample; a rank that cannot be read in this long is skipped
-_LINE_NUMBER = regex.compile(r":\d+\)$")
+_LINE_NUMBER = lazy_compile(r":\d+\)$")
 
 
 def proc_counters(pid: int) -> tuple[int, int]:

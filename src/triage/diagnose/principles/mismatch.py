@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import regex
-
 from triage.diagnose.context import Context, groups_by_progress, minority, rank_culprit
 from triage.diagnose.principles.principle import Principle
 from triage.job import INIT_CALLS
 from triage.job.peers import ranks_at
+from triage.lazy_regex import lazy_compile
 from triage.model import Category, Event, Hypothesis
 from triage.ranks import fmt_ranks
 
@@ -226,7 +225,7 @@ def tls_mismatch(ctx: Context) -> Hypothesis | None:
                   "so every rank times out building them; the minority is the one to change.")
 
 
-_ADDRESSES = regex.compile(r"([\d.]+)/(\d+)")  # EI0016's `[hostIp/deviceId]` entries
+_ADDRESSES = lazy_compile(r"([\d.]+)/(\d+)")  # EI0016's `[hostIp/deviceId]` entries
 
 
 COLLECTIVE_MISMATCH_AT_SEQ = Principle(
