@@ -60,31 +60,39 @@ def peel(line: str) -> Peeled:
         first = text[:1]
         if not (first in "[(P" or first.isdigit() or first.isspace()) or not first:
             break  # no prefix begins so (an NCCL line begins with its host): nothing to try
-        if m := _CRI.match(text):
-            text = text[m.end():]
-        elif m := _KUBECTL.match(text):
-            identity.host = identity.host or m["pod"]
-            learnt.setdefault("host", "kubectl --prefix")
-            text = text[m.end():]
-        elif m := _MPI.match(text):
-            identity.rank = int(m["rank"])
-            learnt["rank"] = "mpirun --tag-output"
-            text = text[m.end():]
-        elif m := _RAY.match(text):
-            identity.pid = int(m["pid"])
-            learnt["pid"] = "ray actor prefix"
-            if m["ip"]:
-                identity.host = m["ip"]
-                learnt["host"] = "ray actor prefix"
-            text = text[m.end():]
-        elif m := _TORCHRUN_ROLE.match(text):
-            if len(m["local"]) <= _MAX_DIGITS:
-                identity.local_rank = int(m["local"])
-                learnt["local_rank"] = "torchrun tee prefix"
-            text = text[m.end():]
-        elif m := _RANK.match(text):
-            if len(m["rank"]) <= _MAX_DIGITS:
-                rank_prefixes.append(int(m["rank"]))
+        # Each prefix is tried only where the line begins as it must (a regex call per prefix and
+        # per peeled layer is most of the cost of a line), in the same order as ever.
+        if first == "[":
+            if text.startswith("[pod/") and (m := _KUBECTL.match(text)):
+                identity.host = identity.host or m["pod"]
+                learnt.setdefault("host", "kubectl --prefix")
+                text = text[m.end():]
+            elif text[1:2].isdigit() and (m := _MPI.match(text)):
+                identity.rank = int(m["rank"])
+                learnt["rank"] = "mpirun --tag-output"
+                text = text[m.end():]
+            elif m := _TORCHRUN_ROLE.match(text):
+                if len(m["local"]) <= _MAX_DIGITS:
+                    identity.local_rank = int(m["local"])
+                    learnt["local_rank"] = "torchrun tee prefix"
+                text = text[m.end():]
+            elif text.startswith("[rank") and (m := _RANK.match(text)):
+                if len(m["rank"]) <= _MAX_DIGITS:
+                    rank_prefixes.append(int(m["rank"]))
+                text = text[m.end():]
+            else:
+                break
+        elif first == "(":
+            if m := _RAY.match(text):
+                identity.pid = int(m["pid"])
+                learnt["pid"] = "ray actor prefix"
+                if m["ip"]:
+                    identity.host = m["ip"]
+                    learnt["host"] = "ray actor prefix"
+                text = text[m.end():]
+            else:
+                break
+        elif first.isdigit() and (m := _CRI.match(text)):
             text = text[m.end():]
         elif slurm_task is None and rank_prefixes == [] and (m := _SLURM_LABEL.match(text)):
             slurm_task = int(m["task"])
