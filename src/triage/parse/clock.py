@@ -18,6 +18,7 @@ _FULL = lazy_compile(
     r"(?P<y>20\d\d)-(?P<mo>\d\d)-(?P<d>\d\d)[-T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?:[.,](?P<frac>\d{1,6}))?"
 )
+_HH_MM_SS = lazy_compile(r":\d\d:\d\d")
 # c10 `[E709 17:05:38.162555850 file:line]` and glog/torchrun `E0606 09:10:14.926000 pid file:line]`.
 _GLOG = lazy_compile(
     r"(?:^|[\[\s:])[FEWIV](?P<mo>\d{1,2}?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
@@ -27,8 +28,10 @@ _GLOG = lazy_compile(
 
 def parse_time(text: str) -> tuple[float, bool] | None:
     """(seconds since the epoch, whether the line gave the year), or None when it gave no time."""
-    if ":" not in text:
-        return None  # every clock here has one (and most lines a rule reads have no clock)
+    if ":" not in text or _HH_MM_SS.search(text) is None:
+        # Every clock here has `HH:MM:SS`, and most lines a rule reads have none: one quick search
+        # (for its colons) rules both clocks out.
+        return None
     m = _FULL.search(text)
     has_year = True
     if m is None:
