@@ -115,11 +115,14 @@ class RegexBudget:
     def __post_init__(self) -> None:
         self.check_at = self.limit
 
-    def search(self, rule: Rule, pattern: regex.Pattern[str], text: str) -> regex.Match[str] | None:
+    def search(self, rule: Rule, pattern: regex.Pattern[str], text: str,
+               partial: bool = False) -> regex.Match[str] | None:
         if rule.id in self.dropped:
             return None
         began = time.perf_counter()
         try:
+            if partial:
+                return pattern.search(text, partial=True, timeout=MATCH_TIMEOUT_S)
             return pattern.search(text, timeout=MATCH_TIMEOUT_S)
         except TimeoutError:
             self.timeouts += 1
@@ -158,6 +161,20 @@ def _search(rule: Rule, text: str, pattern: regex.Pattern[str] | None = None) ->
         except TimeoutError:
             return None
     return budget.search(rule, pattern or rule.pattern, text)
+
+
+def _may_match_longer(rule: Rule, text: str) -> bool:
+    """Whether `text` with more text glued after it could match the rule's regex (which `text` alone
+    does not): a partial match, one that ran into the end of `text`; or a search cut short, which
+    decides nothing. Where no start in `text` reaches its end, no text after it can make a match."""
+    budget = _BUDGET.get()
+    if budget is None:
+        try:
+            return rule.pattern.search(text, partial=True, timeout=MATCH_TIMEOUT_S) is not None
+        except TimeoutError:
+            return True
+    timeouts = budget.timeouts
+    return budget.search(rule, rule.pattern, text, partial=True) is not None or budget.timeouts != timeouts
 
 
 @dataclass
@@ -556,7 +573,11 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
         if decided is not None:
             decided.append("near" if rule.block else "alone" if match else "next")
         if match is None:
-            # A hard-wrapped line: try it glued to the next ones from the same writer.
+            # A hard-wrapped line: try it glued to the next ones from the same writer (where glued
+            # text could match at all: most lines a rule's literal is on and its regex is not on
+            # cannot, and their next lines are then neither peeled nor searched).
+            if not _may_match_longer(rule, text):
+                continue
             if extras is None:
                 extras = [(at, peel(extra[:MAX_LINE]).text) for at, extra in
                           _following_at(buffer, end, _JOIN_LINES)]
