@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import regex
 
-from triage.lazy_regex import lazy_compile
+from triage.lazy_regex import lazy_compile, lazy_re
 
 
 def test_compiled_on_first_use_and_the_same_as_compiled() -> None:
     source, flags = r"(?P<rank>\d+) of (?P<world>\d+)", regex.IGNORECASE
     lazy = lazy_compile(source, flags)
-    assert lazy._compiled is None  # type: ignore[attr-defined]  # nothing compiled at definition
+    assert lazy._compiled is None  # nothing compiled at definition
     eager = regex.compile(source, flags)
     text = "rank 3 OF 8, then 5 of 16"
-    assert lazy.search(text).groupdict() == eager.search(text).groupdict()  # type: ignore[union-attr]
+    assert lazy.search(text).groupdict() == eager.search(text).groupdict()
     assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in eager.finditer(text)]
     assert lazy.sub("<n>", text) == eager.sub("<n>", text)
     assert (lazy.pattern, lazy.flags, lazy.groupindex) == (eager.pattern, eager.flags, eager.groupindex)
     assert lazy.match("x") is None and lazy.fullmatch("1 of 2") is not None
+
+
+def test_re_patterns_too_of_text_and_of_bytes() -> None:
+    text = lazy_re(r"rank[_.-]?0*(\d{1,9})$", re.I)
+    assert text._compiled is None
+    assert text.search("dump_RANK_007").group(1) == "7"
+    data = lazy_re(rb'"(entries|pg_config)"')
+    assert data.findall(b'{"entries": [], "pg_config": {}}') == [b"entries", b"pg_config"]
+    assert isinstance(data._compiled, re.Pattern)
 
 
 def test_an_invalid_pattern_fails_when_used() -> None:

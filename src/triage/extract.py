@@ -28,11 +28,11 @@ import dataclasses
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from triage import __version__
+from triage.lazy_regex import lazy_re
 from triage.model import Category, Event, Evidence, Identity, Kind, Phase, SourceInfo
 from triage.rules import Rule
 from triage.textcheck import lone_surrogate
@@ -40,7 +40,7 @@ from triage.textcheck import lone_surrogate
 FORMAT = 1  # bumped when a reader must understand something new; readers ignore unknown keys
 END = "triage_extract_end"
 # The header's first bytes: what tells an extract from a log, at the head of any stream.
-_MAGIC = re.compile(rb'\A\s{0,16}\{\s{0,16}"triage_extract"\s{0,16}:')
+_MAGIC = lazy_re(rb'\A\s{0,16}\{\s{0,16}"triage_extract"\s{0,16}:')
 MAX_LINE_BYTES = 256 << 20  # one source's line: its events; a noisy source's is a few MB
 MAX_TEXT = 1 << 20  # any one string (a log line is cut at 16 KiB by the scan)
 MAX_ITEMS = 1 << 22  # any one list or mapping (a source's events, a header's paths, fields)
@@ -419,7 +419,7 @@ def _loads(raw: bytes) -> Any:
     return doc
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = lazy_re(rb"\\u[dD][89a-fA-F]")
 
 
 def _no_constant(name: str) -> Any:

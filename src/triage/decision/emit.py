@@ -15,15 +15,16 @@ import shlex
 from typing import Any
 
 from triage.decision.hostlist import compress, valid_name
+from triage.lazy_regex import lazy_re
 from triage.model import Decision, Exclusion
 
 TAINT_KEY = "triage/fault"
 CONDITION_TYPE = "TriageFault"  # the node condition a patch sets (CamelCase, like the kubelet's own)
 MAX_REASON = 200  # characters of a reason on a drain line or in a node condition
-_INERT = re.compile(r"[^A-Za-z0-9 .,:;()/_=+@%<>'-]")
+_INERT = lazy_re(r"[^A-Za-z0-9 .,:;()/_=+@%<>'-]")
 # Kubernetes: a node name is a DNS subdomain (RFC 1123), a taint value a label value.
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+_DNS_SUBDOMAIN = lazy_re(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = lazy_re(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 
 
 def inert(text: str, limit: int = MAX_REASON) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 
+from triage.lazy_regex import lazy_re
+
 # A host name Slurm can take in a list: no separators, no brackets, no spaces.
-_NAME = re.compile(r"[A-Za-z0-9._-]+")
-_SPLIT = re.compile(r"^(.*?)(\d+)$")
+_NAME = lazy_re(r"[A-Za-z0-9._-]+")
+_SPLIT = lazy_re(r"^(.*?)(\d+)$")
 MAX_HOSTS = 1_000_000  # expanding more than this is an error, not a list
 MAX_NUMBER = 1 << 63  # a trailing number at or past this is not listed (Slurm's counters wrap)
 

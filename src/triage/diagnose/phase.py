@@ -13,13 +13,13 @@ nothing says.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections import Counter, defaultdict
 
 from triage.diagnose.facts import RankFacts
 from triage.ingest.identity import identity_from_path
 from triage.job import Job
+from triage.lazy_regex import lazy_re
 from triage.model import Event, Kind, Milestone, Phase
 
 _REAL = (Phase.COMM_INIT, Phase.OPERATOR_LOAD, Phase.EXECUTION)
@@ -49,7 +49,7 @@ _SETUP_FILES = frozenset({"transport.cc", "transport/generic.cc"})
 _LAUNCH_FILES = frozenset({"enqueue.cc", "group.cc"})
 # One frame of the chain as its line shows it: the source file, and the proxy's progress thread
 # (` [Progress Thread]`, ` [GIN Progress Thread]`) where the data path unwinds.
-_FRAME = re.compile(r"NCCL INFO (?P<src>[\w/.\-]+\.(?:cc|h|cu|cpp)):\d+ -> \d+\b(?: \([^)\n]*\))?"
+_FRAME = lazy_re(r"NCCL INFO (?P<src>[\w/.\-]+\.(?:cc|h|cu|cpp)):\d+ -> \d+\b(?: \([^)\n]*\))?"
                     r"(?: \[(?P<thread>(?:GIN )?Progress Thread)\])?")
 
 

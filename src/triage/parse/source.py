@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter
 from collections.abc import Iterator
 
 from triage import extract
 from triage.ingest.open import READ_ERRORS, Stream, read_chunks
+from triage.lazy_regex import lazy_re
 from triage.model import Event, Evidence, Identity, SourceInfo
 from triage.parse import fr, paste, pyspy, ranktable, ras
 from triage.parse.scan import Matcher, ScanStats, decode_chunks, scan_text
@@ -27,10 +27,10 @@ def looks_binary(head: bytes) -> bool:
 # searched for it in C, one that begins with `^` is tried at every position. The head is given
 # with a newline in front, so its first line counts too.
 # `[rank11]:` at the start of a line, after an optional torchrun tee prefix (`[default3]:`).
-_HEAD_RANK = re.compile(r"\n(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d{1,9})\]:")
+_HEAD_RANK = lazy_re(r"\n(?:\[[A-Za-z_]\w*?\d+\]:)?\[rank(\d{1,9})\]:")
 # torchrun's `[default3]:` tee prefix and srun's ` 3: ` label: several of them mean many writers.
-_HEAD_LOCAL = re.compile(r"\n(?:\[[A-Za-z_][\w-]*?(\d+)\]:|[^\S\n]*(\d+): )")
-_HEAD_NCCL_HOST = re.compile(r"\n(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ")
+_HEAD_LOCAL = lazy_re(r"\n(?:\[[A-Za-z_][\w-]*?(\d+)\]:|[^\S\n]*(\d+): )")
+_HEAD_NCCL_HOST = lazy_re(r"\n(?:\[[^\]\n]*\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL ")
 
 
 def sniff_writer(head: str, info: SourceInfo) -> None:

@@ -15,9 +15,9 @@ checked against the groups the dump lists; the logs' own say is checked by cross
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 
+from triage.lazy_regex import lazy_re
 from triage.model import Event, SourceInfo
 from triage.parse.fr import dump as dumps
 from triage.parse.fr import events as fr_events
@@ -26,7 +26,7 @@ from triage.parse.fr.safe_pickle import MAX_BYTES, Refused, load
 
 FAMILY = fr_events.FAMILY
 # The JSON form's keys (sorted by the C++ writer; in insertion order where Python wrote it).
-_JSON_KEYS = re.compile(rb'"(entries|pg_config|pg_status|comm_lib_version|nccl_version|profiling_name|'
+_JSON_KEYS = lazy_re(rb'"(entries|pg_config|pg_status|comm_lib_version|nccl_version|profiling_name|'
                         rb'collective_seq_id|record_id)"\s*:')
 _STRONG = {b"entries", b"pg_config", b"pg_status", b"profiling_name"}
 

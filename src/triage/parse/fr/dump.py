@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from triage.lazy_regex import lazy_re
 from triage.parse.fr.safe_pickle import Refused
 
 MAX_ENTRIES = 1 << 20  # TORCH_FR_BUFFER_SIZE is 2,000 by default
@@ -32,8 +33,8 @@ MAX_FRAMES = 8  # the innermost frames of an entry's stack kept
 KNOWN_MAJOR = 2
 NEWEST_MINOR = 10  # the newest version read against its source (torch 2.13 writes "2.10")
 
-_RANKS = re.compile(r"\s*\[\s*(?:\d{1,9}\s*(?:,\s*\d{1,9}\s*)*,?\s*)?\]\s*")
-_VERSION = re.compile(r"(\d{1,4})\.(\d{1,4})")
+_RANKS = lazy_re(r"\s*\[\s*(?:\d{1,9}\s*(?:,\s*\d{1,9}\s*)*,?\s*)?\]\s*")
+_VERSION = lazy_re(r"(\d{1,4})\.(\d{1,4})")
 _STATES = ("scheduled", "started", "completed")
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 
+from triage.lazy_regex import lazy_re
+
 # What people add after the rank: compression and format suffixes, stripped first (repeatedly).
-_SUFFIX = re.compile(r"\.(?:gz|bz2|xz|zst|zstd|json|pkl|pickle|bin|dump|fr|trace)$", re.I)
-_RANK_WORD = re.compile(r"(?:^|[_.-])rank[_.-]?0*(\d{1,9})$", re.I)
-_TRAILING = re.compile(r"(?<!\d)0*(\d{1,9})$")
+_SUFFIX = lazy_re(r"\.(?:gz|bz2|xz|zst|zstd|json|pkl|pickle|bin|dump|fr|trace)$", re.I)
+_RANK_WORD = lazy_re(r"(?:^|[_.-])rank[_.-]?0*(\d{1,9})$", re.I)
+_TRAILING = lazy_re(r"(?<!\d)0*(\d{1,9})$")
 _DEFAULT_PREFIXES = ("comm_lib_trace_rank_", "nccl_trace_rank_")
 
 
