@@ -47,13 +47,14 @@ _HOST_FILE = lazy_compile(
     r"(?:[-_.](?:console|stdout|stderr|output))?\.(?:log|out|err|txt)$",
     regex.I,
 )
+_HUGE_NUMBER = lazy_compile(r"\d{31,}")
 
 
 def identity_from_path(name: str) -> Identity:
     """Identity learnt from a source's display name (`archive!member` paths included)."""
     # A run of digits no path means (longer than any rank, pid or stamp) names nothing; Python
     # would refuse to read one of over 4,300 digits.
-    path = regex.sub(r"\d{31,}", "#", name.replace("\\", "/").replace("!", "/"))
+    path = _HUGE_NUMBER.sub("#", name.replace("\\", "/").replace("!", "/"))
     identity = Identity()
     learnt = identity.learnt_from
     if m := _TORCHRUN.search(path):
