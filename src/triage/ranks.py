@@ -12,6 +12,8 @@ _RANGE = lazy_compile(r"(\d+)\s*-\s*(\d+)")
 
 def parse_ranks(text: str) -> list[int]:
     """`1, 2`, `[1,3,5,]`, `0-3` → ranks."""
+    if not text:
+        return []  # most callers ask of a field most events lack: no regex for that
     ranks: list[int] = []
     for m in _RANGE.finditer(text):
         lo, hi = int(m[1]), int(m[2])
