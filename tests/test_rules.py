@@ -101,3 +101,27 @@ def test_every_literal_is_found_by_each_engine(engine: str) -> None:
         text = f"nothing\n{literal}\nnothing\n"
         assert matcher.finder.line_starts(text, len(text)) == [8], literal
         assert literal in matcher.finder.present(f"x {literal} y"), literal
+
+
+def test_captured_fields_are_groupdicts_in_its_order() -> None:
+    # `Rule.captured` reads a match's groups by position (faster than groupdict): the same fields
+    # in the same order (the report writes them in it), for every rule on each of its own examples,
+    # and for a regex that names a group twice (read by groupdict).
+    checked = 0
+    for rule in RULES:
+        for example in rule.examples["match"]:
+            line = example["line"] if isinstance(example, dict) else example
+            match = rule.pattern.search(line)
+            if match is None:
+                continue  # a hard-wrapped example: matched once joined (test_rule_example)
+            expected = [(k, v) for k, v in match.groupdict().items() if v is not None]
+            assert list(rule.captured(match).items()) == expected, rule.id
+            checked += 1
+    assert checked > len(RULES)
+    twice = Rule(id="t", title="t", family="nccl", kind=RULES[0].kind, phase="any", severity="info",
+                 prefilter=("x",), regex_source=r"(?P<b>x)(?P<a>\d)|(?P<a>y)(?P<b>z)", message="m",
+                 explain={}, examples={}, path=Path("t.yaml"))
+    for text in ("x1", "yz"):
+        match = twice.pattern.search(text)
+        assert match is not None
+        assert list(twice.captured(match).items()) == [(k, v) for k, v in match.groupdict().items() if v is not None]

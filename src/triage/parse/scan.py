@@ -590,7 +590,7 @@ def _match_line(rules: list[Rule], source: str, base: Identity, buffer: str, sta
                     break
             if match is None:
                 continue
-        fields = {k: v for k, v in match.groupdict().items() if v is not None}
+        fields = rule.captured(match)
         if make.absurd(fields):
             continue
         consumed.update(joined)
