@@ -200,6 +200,8 @@ def tls_mismatch(ctx: Context) -> Hypothesis | None:
         if "tls_switch" in fields and event.rank is not None:
             switch[event.rank] = "on" if fields["tls_switch"] != "0" else "off"
             evidence[event.rank].append(event)
+        if "tls_enabled" not in fields and "tls_disabled" not in fields:
+            continue  # (most events: no regex pass over an empty list)
         for state, listed in (("on", fields.get("tls_enabled")), ("off", fields.get("tls_disabled"))):
             for ip, device in _ADDRESSES.findall(listed or ""):
                 for rank in ranks_at(ctx.job, ip, device):  # a list of devices, not who the line is about
