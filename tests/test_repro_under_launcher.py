@@ -25,7 +25,8 @@ from repro_helpers import MARK, Job, free_port, full_matrix, torchrun_job, wait_
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="triage repro needs PyTorch (pip install 'triage[repro]')")
 
-DEADLINE_S = 2.0
+DEADLINE_S = 2.0  # the deadline of the phase a fault is injected in (the others': CALM_S)
+CALM_S = "30"  # the deadline of phases with no fault: they end at once, but a loaded machine may be slow
 PHASES = ("comm_init", "operator_load", "execution")
 KINDS = ("crash", "hang", "wrong-value", "slow")
 SOAK_IN_SUITE = 4  # healthy runs of the soak below that the suite runs by default
@@ -35,12 +36,11 @@ LAYOUTS = {"1-agent": (1, 2, 1), "2-agents": (2, 1, 1)}
 
 
 def _fault_args(kind: str, phase: str, rank: int) -> list[str]:
-    args = ["--timeout", str(DEADLINE_S), "--inject", kind, "--inject-rank", str(rank), "--inject-phase", phase]
-    if (kind, phase) == ("slow", "comm_init"):
-        # Late at init is flagged past a quarter of the deadline (at least 1 s): half of a 6 s
-        # deadline stands well clear of start-up jitter.
-        args += ["--timeout-comm-init", "6"]
-    return args
+    deadline = "6" if (kind, phase) == ("slow", "comm_init") else str(DEADLINE_S)
+    # Late at init is flagged past a quarter of the deadline (at least 1 s): half of a 6 s deadline
+    # stands well clear of start-up jitter.
+    return ["--timeout", CALM_S, f"--timeout-{phase.replace('_', '-')}", deadline, "--inject", kind,
+            "--inject-rank", str(rank), "--inject-phase", phase]
 
 
 def assert_delivered(job: Job) -> None:
@@ -88,7 +88,8 @@ def test_every_fault_is_named_under_torchrun(tmp_path: Path, request: pytest.Fix
 @pytest.mark.slow
 def test_a_rank_killed_as_by_the_oom_killer_is_named(tmp_path: Path) -> None:
     """SIGKILL, no handler, no stack: only its supervisor can say what happened to it."""
-    job = torchrun_job(tmp_path, 1, 2, "--timeout", str(DEADLINE_S), "--inject", "kill", "--inject-rank", "1")
+    job = torchrun_job(tmp_path, 1, 2, "--timeout", CALM_S, "--timeout-execution", str(DEADLINE_S), "--inject", "kill",
+                       "--inject-rank", "1")
     assert job.code == 1, job.console
     assert_delivered(job)
     assert job.culprit_ranks() == [1] and job.verdict["phase"] == "execution", job.console
@@ -241,8 +242,8 @@ def _launch_ranks(tmp_path: Path, launcher: str, world: int, ranks: list[int], *
 @pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["srun", "mpirun"])
 def test_under_srun_and_mpirun_a_crash_is_named(tmp_path: Path, launcher: str) -> None:
-    done, leftovers = _launch_ranks(tmp_path, launcher, 3, [0, 1, 2], "--timeout", str(DEADLINE_S),
-                                    "--inject", "crash", "--inject-rank", "2")
+    done, leftovers = _launch_ranks(tmp_path, launcher, 3, [0, 1, 2], "--timeout", CALM_S, "--timeout-execution",
+                                    str(DEADLINE_S), "--inject", "crash", "--inject-rank", "2")
     assert leftovers == []
     assert [p.returncode for p in done] == [1, 1, 1], [p.stderr for p in done]
     console = done[0].stdout
