@@ -78,7 +78,7 @@ def looks_like(head: str) -> bool:
     start = head.lstrip()[:4096]
     if start.startswith("{"):
         return '"nccl_version"' in start and ('"communicators' in head or '"ras"' in head)
-    if _HEADER.search(head):
+    if " compiled with CUDA" in head and _HEADER.search(head):  # (its literal: found in C)
         return "Job summary" in head or "Communicators" in head or "Gathering data about" in head
     return _UNDERLINE_START.search(head) is not None and bool(headless_starts(head.split("\n")))
 
