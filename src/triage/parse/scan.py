@@ -396,14 +396,11 @@ def _count_copies(repeats: Repeats, buffer: str, line: str, end: int, cut: int, 
             break
         else:
             step = 1
-    counted = copies - spare
-    if counted <= 0:
+    counted = _countable(copies - spare, at, width, handled)
+    if not counted:
         return end + 1
-    stop = at + counted * width
-    if any(at <= h < stop for h in handled):
-        return end + 1  # a line another line's record consumed: counted one by one
     repeats.count_copies(counted, line_no + counted)
-    return stop
+    return at + counted * width
 
 
 def _count_stamped(repeats: Repeats, buffer: str, line: str, end: int, cut: int, handled: set[int],
@@ -429,14 +426,20 @@ def _count_stamped(repeats: Repeats, buffer: str, line: str, end: int, cut: int,
     if not _all_copies(buffer, line, at, copies, shape):
         run = _run_of(shape.pattern).match(buffer, at, cut)
         copies = (run.end() - at) // width if run else 0
-    counted = copies - spare
-    if counted <= 0:
+    counted = _countable(copies - spare, at, width, handled)
+    if not counted:
         return end + 1
     stop = at + counted * width
-    if any(at <= h < stop for h in handled):
-        return end + 1  # a line another line's record consumed: counted one by one
     repeats.count_stamped(counted, line_no + counted, buffer[stop - width:stop - 1])
     return stop
+
+
+def _countable(counted: int, at: int, width: int, handled: set[int]) -> int:
+    """How many copies from `at` may be counted in bulk: 0 when none, or when a line among them was
+    consumed by another line's record (those are counted one by one)."""
+    if counted <= 0 or any(at <= h < at + counted * width for h in handled):
+        return 0
+    return counted
 
 
 def _all_copies(buffer: str, line: str, at: int, copies: int, shape: CopyShape) -> bool:
