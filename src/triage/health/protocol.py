@@ -7,9 +7,9 @@
 2. **One decision, through the store.** The member publishes what it saw with
    `compare_set(<call % SLOTS>/d, <what it read there SLOTS calls ago>, "<call> <proposal>")`: the
    first proposal for a call is its decision, and every member returns what the store holds (the
-   decisions live in a ring of SLOTS keys, so that nothing has to be deleted). A member frozen in the check, whose contribution arrives
-   after the others gave up, reads their decision when it wakes (it is named missing); a completion
-   after a failure was decided never turns it into a pass.
+   decisions live in a ring of SLOTS keys, so that nothing has to be deleted). A member frozen in
+   the check, whose contribution arrives after the others gave up, reads their decision when it
+   wakes (it is named missing); a completion after a failure was decided never turns it into a pass.
 3. **The roll call (only when the all-reduce fails or misses the deadline).** The members answer
    through the store (`append`); those that do not answer are named missing. The proposal is a
    pass only if this member's all-reduce completed with the right sum in the meantime.
