@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import triage.ingest.open as ingest_open
 import triage.parse.repeats as repeats
 from triage import extract
 from triage.api import analyze
@@ -286,13 +287,16 @@ def test_copies_of_other_times_counted_in_bulk_are_counted_as_one_by_one(monkeyp
             patch.setattr(repeats, "MAX_LINES", 0)
             _, plain = _scan(text, log.name)
         assert _summary(folded) == _summary(plain), log
+    # Buffers of 64 KiB instead of 1 MiB: 4,000 lines straddle as many as 20,000 would.
+    monkeypatch.setattr(ingest_open, "CHUNK", 64 << 10)
     for shape in SHAPES.values():
-        loop = [shape(i) for i in range(3 * 3600 - 30_000, 3 * 3600 + 30_000, 3)]  # over an hour's turn
-        loop[5_000] = loop[5_000].replace("0", "1", 1) if "[E" in loop[5_000] else loop[5_000] + "x"
-        loop[9_000] = loop[9_000].replace("Rank 0", "Rank 1")
-        loop[12_000] = loop[12_000].replace("\n", " \n")
-        loop[14_000] = shape(7 * 3600)  # hours later: another episode
+        loop = [shape(i) for i in range(3 * 3600 - 6_000, 3 * 3600 + 6_000, 3)]  # over an hour's turn
+        loop[1_000] = loop[1_000].replace("0", "1", 1) if "[E" in loop[1_000] else loop[1_000] + "x"
+        loop[1_800] = loop[1_800].replace("Rank 0", "Rank 1")
+        loop[2_400] = loop[2_400].replace("\n", " \n")
+        loop[2_800] = shape(7 * 3600)  # hours later: another episode
         text = "".join(loop)
+        assert len(text.encode()) > 5 * ingest_open.CHUNK
         _, folded = _scan(text)
         with monkeypatch.context() as patch:
             patch.setattr(repeats, "MAX_LINES", 0)
