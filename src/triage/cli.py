@@ -559,6 +559,11 @@ def main() -> None:
             print(_usage_message(exc))  # `triage` alone: the help, as a usage error
             sys.exit(exitcodes.USAGE_OR_INPUT_ERROR)
         sys.exit(_fail(exc))
+    # The collections the interpreter runs on its way out walk every object still tracked (~50,000
+    # after a 256-rank job, ~15 ms a pass) to find next to nothing to free: frozen, they are
+    # skipped. Nothing is left unwritten: files are closed where they are written, and the
+    # interpreter still flushes stdout and stderr and frees what it frees by reference counts.
+    gc.freeze()
     sys.exit(code if isinstance(code, int) else 0)
 
 
