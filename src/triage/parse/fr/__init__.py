@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from triage.lazy_regex import lazy_re
 from triage.model import Event, SourceInfo
-from triage.parse.fr import dump as dumps
 from triage.parse.fr import events as fr_events
 from triage.parse.fr.names import rank_from_name
-from triage.parse.fr.safe_pickle import MAX_BYTES, Refused, load
 
+if TYPE_CHECKING:
+    from triage.parse.fr import dump as dumps
+
+# The readers (dump, safe_pickle, with pickle) are imported by `scan`: most runs meet no dump.
 FAMILY = fr_events.FAMILY
 # The JSON form's keys (sorted by the C++ writer; in insertion order where Python wrote it).
 _JSON_KEYS = lazy_re(rb'"(entries|pg_config|pg_status|comm_lib_version|nccl_version|profiling_name|'
@@ -51,6 +54,9 @@ def sniff(head: bytes) -> str | None:
 
 def scan(info: SourceInfo, chunks: Iterable[bytes], form: str) -> list[Event]:
     """The events of the dump a source holds; what was wrong is set on `info` (skipped, notes)."""
+    from triage.parse.fr import dump as dumps
+    from triage.parse.fr.safe_pickle import MAX_BYTES, Refused, load
+
     parts: list[bytes] = []
     size = 0
     for chunk in chunks:
@@ -94,6 +100,8 @@ def rank_conflicts(dump: dumps.Dump, rank: int) -> list[str]:
 
 
 def _json(data: bytes) -> object:
+    from triage.parse.fr.safe_pickle import Refused
+
     try:
         return json.loads(data, parse_constant=_no_constant)
     except RecursionError:

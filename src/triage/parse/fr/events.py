@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from triage.model import Event, Evidence, Identity, Kind, Phase
-from triage.parse.fr.dump import Dump, Entry, Group
+
+if TYPE_CHECKING:  # the dump's reader is imported where a dump is read (triage.parse.fr)
+    from triage.parse.fr.dump import Dump, Entry, Group
 
 FAMILY = "fr"
 DUMP, GROUP, ENTRY = "fr-dump", "fr-group", "fr-entry"
