@@ -25,7 +25,6 @@ it is cut short), and the rest is read.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -65,6 +64,8 @@ def rules_digest(rules: Sequence[Rule]) -> str:
          r.message, r.category.value if r.category else None, list(r.info_fields), r.last_line_only,
          [r.block.lines, list(r.block.field_sources), r.block.cite] if r.block else None)
         for r in rules)
+    import hashlib  # here: only extracts need it
+
     return hashlib.sha256(json.dumps(canon, ensure_ascii=True).encode()).hexdigest()[:16]
 
 

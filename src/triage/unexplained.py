@@ -24,7 +24,6 @@ from triage.model import Event, Identity, Kind, Unexplained
 from triage.parse.marks import Mark, classify, pieces, signature
 from triage.parse.prefix import peel
 from triage.parse.scan import Matcher, ScanStats, scan_text
-from triage.rule_examples import failures_of
 from triage.rules import Rule
 
 MAX_SIGNATURES = 50  # distinct signatures kept in a report: the most frequent, then the earliest
@@ -261,6 +260,8 @@ def render_rule(draft: Draft) -> str:
 def example_problems(rule: Rule) -> list[str]:
     """Where the rule's own examples disagree with it, run through the real scanner (the checks of
     `triage rules test`)."""
+    from triage.rule_examples import failures_of  # here: an analysis drafts no rule
+
     return [f"{f.where}: {f.detail}" for f in failures_of([rule])]
 
 

@@ -8,7 +8,6 @@ memory stays bounded whatever the size of the input.
 from __future__ import annotations
 
 import bz2
-import gzip
 import io
 import lzma
 import sys
@@ -168,6 +167,8 @@ def _decompress(kind: str, fileobj: IO[bytes]) -> IO[bytes]:
     errors: tuple[type[BaseException], ...] = ()
     inner: IO[bytes]
     if kind == "gzip":
+        import gzip  # here: most logs are read as they are
+
         inner = cast(IO[bytes], gzip.GzipFile(fileobj=fileobj, mode="rb"))
     elif kind == "bz2":
         inner = cast(IO[bytes], bz2.BZ2File(fileobj, mode="rb"))
