@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, AnyStr, cast
+from typing import TYPE_CHECKING, Any, AnyStr, cast
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 
 class _Lazy:
@@ -35,12 +36,18 @@ class _Lazy:
         return value
 
     def __repr__(self) -> str:
-        return f"lazy {self._compile.__module__} pattern {self._args!r}"
+        return f"lazy {'regex' if self._compile is _regex_compile else 're'} pattern {self._args!r}"
+
+
+def _regex_compile(*args: Any, **kwargs: Any) -> Any:
+    import regex  # imported with the first pattern used: `triage --help` needs none (~9 ms)
+
+    return regex.compile(*args, **kwargs)
 
 
 def lazy_compile(*args: Any, **kwargs: Any) -> regex.Pattern[str]:
     """`regex.compile(*args, **kwargs)`, done when the pattern is first used."""
-    return cast("regex.Pattern[str]", _Lazy(regex.compile, args, kwargs))
+    return cast("regex.Pattern[str]", _Lazy(_regex_compile, args, kwargs))
 
 
 def lazy_re(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:

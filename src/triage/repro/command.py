@@ -10,10 +10,9 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
 
 import typer
-from rich.text import Text
 
 from triage import exitcodes
 from triage.model import Status
@@ -193,7 +192,7 @@ class _Settings:
 def _fail(message: str, out: TextIO | None = None) -> NoReturn:
     from triage.repro import present
 
-    present.console(out or sys.stderr).print(Text(f"triage: error: {message}"))
+    present.console(out or sys.stderr).print(_text(f"triage: error: {message}"))
     raise typer.Exit(exitcodes.USAGE_OR_INPUT_ERROR)
 
 
@@ -225,8 +224,8 @@ def _standalone(s: _Settings) -> int:
         raise ReproError(f"{exc}: the reason is in {log_dir / 'coordinator.log'}") from None
     except KeyboardInterrupt:
         # The supervisor has already ended every rank (its `finally`); say where the logs are.
-        present.console(sys.stderr).print(Text(f"triage repro: interrupted; the ranks were ended; "
-                                               f"logs in {log_dir}"))
+        present.console(sys.stderr).print(_text(f"triage repro: interrupted; the ranks were ended; "
+                                                f"logs in {log_dir}"))
         raise typer.Exit(INTERRUPTED) from None
     return deliver(outcome, log_dir, s.delivery)
 
@@ -288,8 +287,8 @@ def _print_run(out: TextIO, outcome: Outcome, report: Report, unexplained: bool,
     con.print()
     render(report, "terminal", out, color=color)
     if unexplained:
-        con.print(Text("triage repro: the run failed (see its phases) but no rule recognised why in its "
-                       "logs: inconclusive", style="bold"))
+        con.print(_text("triage repro: the run failed (see its phases) but no rule recognised why in its "
+                        "logs: inconclusive", style="bold"))
 
 
 def say_logs(log_dir: Path, fmt: str, *, at_start: bool, quiet: bool = False) -> None:
@@ -299,12 +298,12 @@ def say_logs(log_dir: Path, fmt: str, *, at_start: bool, quiet: bool = False) ->
     # Machine formats (and --quiet): stdout holds the report only.
     stream = sys.stdout if fmt == "terminal" and not quiet else sys.stderr
     if at_start:
-        present.console(stream).print(Text(f"logs: {log_dir}", style="dim"))
+        present.console(stream).print(_text(f"logs: {log_dir}", style="dim"))
         return
     bisect_dir = log_dir.with_name(log_dir.name + ".bisect")
     extra = f" (bisection: {bisect_dir})" if bisect_dir.is_dir() else ""
-    present.console(stream).print(Text(f"report: {log_dir / REPORT_TEXT}\nlogs: {log_dir}{extra}  "
-                                       f"(triage analyze {log_dir})"))
+    present.console(stream).print(_text(f"report: {log_dir / REPORT_TEXT}\nlogs: {log_dir}{extra}  "
+                                        f"(triage analyze {log_dir})"))
 
 
 # -- under a launcher -----------------------------------------------------------------------------
@@ -357,12 +356,20 @@ def _under_launcher(s: _Settings, env: launcher_env.RankEnv) -> int:
         log.line(f"launching {env.world_size} ranks (world size {env.world_size}) under {env.launcher} on "
                  f"{nodes}, backend {backend}, pid {os.getpid()}")
         if s.bisect:
-            present.console(console_out).print(Text(
+            present.console(console_out).print(_text(
                 "triage repro: --bisect runs standalone only (it launches its own smaller groups): "
                 "run `triage repro --bisect` on the suspect host"))
     elif speaks and env.nodes > 1:
-        present.console(console_out).print(Text(f"triage repro: the logs of this node ({under_launcher.host_name()}) "
-                                                f"are in {log_dir}", style="dim"))
+        present.console(console_out).print(_text(f"triage repro: the logs of this node ({under_launcher.host_name()}) "
+                                                 f"are in {log_dir}", style="dim"))
     supervisor = under_launcher.Supervisor(opts, env, store, log_dir, under_launcher.new_run(opts, env, log),
                                          waiting, stop)
     return under_launcher.run(supervisor, log, lambda outcome, folder: deliver(outcome, folder, s.delivery))
+
+
+def _text(*parts: Any, **options: Any) -> Any:
+    """rich's Text, imported where something is printed: `triage --help` lists this command
+    without importing rich (~15 ms)."""
+    from rich.text import Text
+
+    return Text(*parts, **options)

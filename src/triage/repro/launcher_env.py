@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-import regex
+from triage.lazy_regex import lazy_compile
 
 DEFAULT_PORT = 29500
 
@@ -82,9 +82,12 @@ def _int(env: Mapping[str, str], *names: str) -> int | None:
     return None
 
 
+_FIRST_HOST = lazy_compile(r"^(?P<prefix>[^,\[]*)(?:\[(?P<first>[^\]\-,]+))?")
+
+
 def first_host(nodelist: str) -> str:
     """The first host of a Slurm node list: `gpu[03-06,9],cpu1` -> `gpu03`."""
-    m = regex.match(r"^(?P<prefix>[^,\[]*)(?:\[(?P<first>[^\]\-,]+))?", nodelist.strip())
+    m = _FIRST_HOST.match(nodelist.strip())
     if m is None:
         return nodelist
     return (m["prefix"] or "") + (m["first"] or "")

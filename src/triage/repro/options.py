@@ -6,8 +6,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import regex
-
 from triage.lazy_regex import lazy_compile
 from triage.repro.protocol import PHASES
 
@@ -19,7 +17,7 @@ DEFAULT_SIZES = {"nccl": "1M,64M,1G", "gloo": "1K,1M,16M"}
 DEFAULT_ITERS = 20
 DEFAULT_TIMEOUT_S = 30.0
 
-_SIZE = lazy_compile(r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?\s*$", regex.I)
+_SIZE = lazy_compile(r"(?i)^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?\s*$")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
