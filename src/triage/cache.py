@@ -33,7 +33,12 @@ def folder() -> Path | None:
 
 def key(*parts: object) -> str:
     """A name-safe hash of what an entry is built from."""
-    return blake2b(repr(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return digest(repr(parts).encode("utf-8", "surrogatepass"))
+
+
+def digest(data: bytes) -> str:
+    """32 hex digits that tell `data` from any other (an entry's name, or a check of its content)."""
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 def read(name: str) -> bytes | None:

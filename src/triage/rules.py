@@ -29,7 +29,7 @@ import regex
 
 from triage import __version__, cache
 from triage.fields import FIELDS
-from triage.lazy_regex import lazy_compile
+from triage.lazy_regex import compile_regex, lazy_compile
 from triage.model import Category, Kind, Phase
 from triage.textcheck import lone_surrogate
 
@@ -62,7 +62,7 @@ class Block:
 
     @functools.cached_property
     def fields(self) -> tuple[regex.Pattern[str], ...]:
-        return tuple(regex.compile(source) for source in self.field_sources)
+        return tuple(compile_regex(source) for source in self.field_sources)
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,9 @@ class Rule:
     @functools.cached_property
     def pattern(self) -> regex.Pattern[str]:
         # Compiled when first needed: most rules never meet a line holding one of their literals,
-        # and compiling all of them (the regex module's parser is Python) took ~0.1 s a run.
-        return regex.compile(self.regex_source)
+        # and compiling all of them (the regex module's parser is Python) took ~0.1 s a run. Those
+        # it does meet come from what earlier runs kept (lazy_regex.compile_regex).
+        return compile_regex(self.regex_source)
 
     @functools.cached_property
     def _group_names(self) -> tuple[str, ...] | None:

@@ -18,7 +18,7 @@ from typing import Any
 import regex
 
 from triage.fields import signal_name
-from triage.lazy_regex import lazy_compile
+from triage.lazy_regex import compile_regex, lazy_compile
 from triage.model import Category, Status
 from triage.rules import (
     MATCH_TIMEOUT_S,
@@ -236,7 +236,7 @@ def _pattern(value: Any, where: str, problems: list[str]) -> regex.Pattern[str] 
         problems.append(f"{where}: evidence_text is refused, {why}")
         return None
     try:
-        return regex.compile(value)
+        return compile_regex(value)
     except regex.error as exc:
         problems.append(f"{where}: evidence_text does not compile: {exc}")
         return None
