@@ -1,8 +1,9 @@
 """A folder of files triage can rebuild from its own inputs, kept to save time on the next run.
 
 What is kept: the compiled hyperscan database of the rule literals (parse/needles.py), the parsed
-built-in rule files and the built-in policy's document (rules.py), each under a name that holds a
-hash of everything it was built from: a stale entry is never read, only left behind. Nothing here is unpickled or executed; a file that
+built-in rule files and the built-in policy's document (rules.py), the compiled form of the `regex`
+patterns a run used (lazy_regex.py), each under a name that holds a hash of everything it was built
+from: a stale entry is never read, only left behind. Nothing here is unpickled or executed; a file that
 does not load is rebuilt. The folder is $TRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/triage or
 ~/.cache/triage; TRIAGE_CACHE_DIR set empty turns the cache off. A folder that cannot be written
 only means each run builds what it needs.
