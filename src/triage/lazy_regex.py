@@ -62,7 +62,7 @@ def lazy_compile(*args: Any, **kwargs: Any) -> regex.Pattern[str]:
     return cast("regex.Pattern[str]", _Lazy(_regex_compile, args, kwargs))
 
 
-MAX_KEPT = 4096  # patterns in the file: every rule and module pattern a few times over
+MAX_KEPT = 1024  # patterns in the file (~0.6 KB each): every built-in rule and module pattern twice over
 _kept: dict[str, Any] | None = None  # what earlier runs kept: read with the first pattern compiled
 _added: dict[str, list[Any]] = {}  # what this run compiled, written at exit
 _made: dict[str, Any] = {}
