@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from triage.model import Report, Status
+from typing import TYPE_CHECKING
+
+from triage.status import Status
+
+if TYPE_CHECKING:
+    from triage.model import Report
 
 NO_FAILURE = 0  # the analysis ran and found no failure
 DIAGNOSED = 1  # a failure was found and its culprit named

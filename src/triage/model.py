@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from triage.status import Status as Status  # its own module: see there
+
 
 class Phase(str, Enum):
     COMM_INIT = "comm_init"
@@ -47,12 +49,6 @@ class Milestone(int, Enum):
     @property
     def label(self) -> str:
         return self.name.lower()
-
-
-class Status(str, Enum):
-    DIAGNOSED = "diagnosed"
-    INCONCLUSIVE = "inconclusive"
-    NO_FAILURE = "no_failure"
 
 
 class Category(str, Enum):

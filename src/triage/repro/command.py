@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
 import typer
 
 from triage import exitcodes
-from triage.model import Status
 from triage.report import FORMATS, SCHEDULER_FORMATS
 from triage.repro import launcher_env, placement
 from triage.repro.options import (
@@ -31,6 +30,7 @@ from triage.repro.options import (
     parse_sizes,
 )
 from triage.repro.protocol import PHASES
+from triage.status import Status
 
 # What runs the ranks, analyses and presents is imported by the functions that do it: `triage
 # --help` registers this command without loading the analysis.
