@@ -10,17 +10,17 @@ from __future__ import annotations
 import calendar
 import functools
 
-from triage.lazy_regex import lazy_compile
+from triage.lazy_regex import lazy_re
 
 YEARLESS = 2000
 
-_FULL = lazy_compile(
+_FULL = lazy_re(
     r"(?P<y>20\d\d)-(?P<mo>\d\d)-(?P<d>\d\d)[-T _](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?:[.,](?P<frac>\d{1,6}))?"
 )
-_HH_MM_SS = lazy_compile(r":\d\d:\d\d")
+_HH_MM_SS = lazy_re(r":\d\d:\d\d")
 # c10 `[E709 17:05:38.162555850 file:line]` and glog/torchrun `E0606 09:10:14.926000 pid file:line]`.
-_GLOG = lazy_compile(
+_GLOG = lazy_re(
     r"(?:^|[\[\s:])[FEWIV](?P<mo>\d{1,2}?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?:\.(?P<frac>\d+))? "
 )
@@ -32,36 +32,31 @@ def parse_time(text: str) -> tuple[float, bool] | None:
         # Every clock here has `HH:MM:SS`, and most lines a rule reads have none: one quick search
         # (for its colons) rules both clocks out.
         return None
-    m = _FULL.search(text)
-    has_year = True
-    if m is None:
-        m = _GLOG.search(text)
-        has_year = False
-        if m is None:
-            return None
-    try:
-        year = int(m["y"]) if has_year else YEARLESS
-        seconds = calendar.timegm(
-            (year, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), 0, 0, 0)
-        )
-    except (ValueError, OverflowError):
+    if (m := _FULL.search(text)) is not None:
+        y, mo, d, h, mi, s, frac = m.groups()
+    elif (m := _GLOG.search(text)) is not None:
+        y, (mo, d, h, mi, s, _) = None, m.groups()
+        frac = None  # c10's fraction is CLOCK_MONOTONIC nanoseconds, not wall time: whole seconds
+    else:
         return None
-    month, day = int(m["mo"]), int(m["d"])
+    month, day = int(mo), int(d)
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
-    # c10's fraction is CLOCK_MONOTONIC nanoseconds, not wall time: keep whole seconds for it.
-    frac = m["frac"] if has_year and m["frac"] else ""
-    return seconds + (float("0." + frac) if frac else 0.0), has_year
+    try:
+        seconds = calendar.timegm((int(y) if y else YEARLESS, month, day, int(h), int(mi), int(s), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    return seconds + (float("0." + frac) if frac else 0.0), y is not None
 
 
 # Every time stamp a line may carry (its envelope's, a launcher's): a date and time of day with
 # their fractions and zone, a glog/c10 `MMDD HH:MM:SS` after its severity letter, a bare time of
 # day. What a crash loop's line memory (parse/repeats.py) blanks to tell copies from other lines.
-_STAMP = lazy_compile(
+_STAMP = lazy_re(
     r"(?:\d{4}-\d\d-\d\d[-T _]|(?<=[FEWIV])\d{3,4} )?(?<!\d)\d\d:\d\d:\d\d(?:[.,:]\d+)*"
     r"(?:Z|[+-]\d\d:?\d\d(?!\d))?")
 # What `parse_time` reads in one of them, up to its seconds.
-_PIECE = lazy_compile(
+_PIECE = lazy_re(
     r"(?:(20\d\d)-(\d\d)-(\d\d)[-T _]|(\d{1,2}?)(\d\d) )(\d\d):(\d\d):(\d\d)")
 
 

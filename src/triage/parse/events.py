@@ -6,7 +6,7 @@ CANN `HCCL(pid,…)`), over what the launcher prefixes and the source said.
 
 from __future__ import annotations
 
-from triage.lazy_regex import lazy_compile
+from triage.lazy_regex import lazy_re
 from triage.model import Event, Evidence, Identity, Kind, Phase
 from triage.parse.clock import parse_time
 from triage.parse.marks import UNEXPLAINED_RULE_ID, Mark, signature
@@ -16,12 +16,12 @@ from triage.rules import Rule, event_phase
 _MAX_MESSAGE = 500  # an unexplained line's message is cut to this many characters
 
 # Writer identity that the line itself carries after the launcher prefixes.
-NCCL_WRITER = lazy_compile(
+NCCL_WRITER = lazy_re(
     r"^(?:\[\d{4}-\d\d-\d\d[^\]]*\] )?(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ (?:\[\d+\] )?\S"
 )
 # CANN `[ERROR] HCCL(pid,name):`, MindSpore C++ `[ERROR] DEVICE(pid,tid,python):` and MindSpore's Python
 # logger `[ERROR] ME(pid:thread,MainProcess):` (mindspore/log.py): the first number is the writer's pid.
-_HCCL_WRITER = lazy_compile(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+)[,:]")
+_HCCL_WRITER = lazy_re(r"^\[[A-Z]+\]\s?[A-Z_]+\((?P<pid>\d+)[,:]")
 
 
 def writer(identity: Identity, text: str) -> Identity:
@@ -59,7 +59,7 @@ def unexplained(mark: Mark, source: str, base: Identity, line_identity: Identity
 
 # A number no log means: longer than any rank, pid, count or time. Python refuses to read one of
 # over 4,300 digits (int() raises), and none of them can be a size either.
-_HUGE_NUMBER = lazy_compile(r"-?\d{31,}")
+_HUGE_NUMBER = lazy_re(r"-?\d{31,}")
 
 
 def absurd(fields: dict[str, str]) -> bool:

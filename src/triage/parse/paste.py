@@ -51,14 +51,16 @@ def detect(head: str) -> Paste | None:
     lines = head.split("\n", _SAMPLE)[:_SAMPLE]  # the last piece may be cut mid-line
     if len(lines) < _SAMPLE:
         lines = lines[:-1]
-    nonblank = [line.rstrip("\r") for line in lines if line.strip()]
+    if "\r" in head:
+        lines = [line.rstrip("\r") for line in lines]
+    nonblank = list(filter(str.strip, lines))  # filter and map loop in C: every source is sniffed
     if len(nonblank) < _MIN_LINES:
         return None
     # Only a prefix the first line carries can be on (nearly) every line.
     prefix = next((p for p in _PREFIXES if nonblank[0].startswith(p)
                    and sum(line.startswith(p) for line in nonblank) >= 0.95 * len(nonblank)), "")
     width = None
-    lengths = Counter(len(line) for line in nonblank)
+    lengths = Counter(map(len, nonblank))
     widest = max(lengths)
     # Hard-wrapped text has many lines of exactly the widest length, and none longer, each but the
     # last piece of a message followed by the rest of it.

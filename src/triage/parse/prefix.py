@@ -10,24 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triage.lazy_regex import lazy_compile
+from triage.lazy_regex import lazy_re
 from triage.model import Identity
 
-_ANSI = lazy_compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI = lazy_re(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Kubernetes CRI file lines: `<RFC3339Nano> stdout|stderr F|P <text>`.
-_CRI = lazy_compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] ")
+_CRI = lazy_re(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] ")
 # kubectl logs --prefix: `[pod/job-worker-3/trainer] `.
-_KUBECTL = lazy_compile(r"^\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] ")
+_KUBECTL = lazy_re(r"^\[pod/(?P<pod>[^/\]\s]+)/[^\]\s]+\] ")
 # srun --label: right-aligned task id, or `P<component> <id>: ` for heterogeneous jobs.
-_SLURM_LABEL = lazy_compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,9}): (?=\S|\s*$)")
+_SLURM_LABEL = lazy_re(r"^(?:P\d+ )?\s*(?P<task>\d{1,9}): (?=\S|\s*$)")
 # Open MPI --tag-output: `[1,3]<stdout>:`.
-_MPI = lazy_compile(r"^\[\d+,(?P<rank>\d{1,9})\]<(?:stdout|stderr)>:")
+_MPI = lazy_re(r"^\[\d+,(?P<rank>\d{1,9})\]<(?:stdout|stderr)>:")
 # Ray actors: `(WorkerDict pid=3490362)`, `(RayWorkerWrapper pid=270291, ip=10.175.94.190)`.
-_RAY = lazy_compile(r"^\((?P<actor>\w+) pid=(?P<pid>\d{1,9})(?:, ip=(?P<ip>[\d.]+))?\) ")
+_RAY = lazy_re(r"^\((?P<actor>\w+) pid=(?P<pid>\d{1,9})(?:, ip=(?P<ip>[\d.]+))?\) ")
 # torchrun --tee/--redirects console prefix `[{role}{local_rank}]:`; role `rank` is ambiguous with
 # c10's global `[rankN]:`, so it is handled with that one below.
-_TORCHRUN_ROLE = lazy_compile(r"^\[(?P<role>(?!rank\d)[A-Za-z_][\w-]*?)(?P<local>\d+)\]:")
-_RANK = lazy_compile(r"^\[rank(?P<rank>\d+)\]:")
+_TORCHRUN_ROLE = lazy_re(r"^\[(?P<role>(?!rank\d)[A-Za-z_][\w-]*?)(?P<local>\d+)\]:")
+_RANK = lazy_re(r"^\[rank(?P<rank>\d+)\]:")
 # A rank of more digits than this is no rank (and Python's int() refuses 4,300): the prefix is
 # peeled, so the line's own envelope shows, but nothing is learnt from it.
 _MAX_DIGITS = 9

@@ -40,9 +40,11 @@ def sniff_writer(head: str, info: SourceInfo) -> None:
     the silent rank is found by the absence of its timeout, not by a line.
     """
     lines = "\n" + head
-    info.head_ranks = {int(r): n for r, n in Counter(_HEAD_RANK.findall(lines)).items()}
+    # Each pattern is tried where its literal is in the head at all (`in` runs in C).
+    info.head_ranks = ({int(r): n for r, n in Counter(_HEAD_RANK.findall(lines)).items()}
+                       if "[rank" in lines else {})
     info.head_writers = len({a or b for a, b in _HEAD_LOCAL.findall(lines, 0, _SNIFF_WRITERS + 1)})
-    info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(lines)))
+    info.head_hosts = dict(Counter(_HEAD_NCCL_HOST.findall(lines))) if " NCCL " in lines else {}
 
 
 def scan_sources(matcher: Matcher, stream: Stream) -> list[tuple[SourceInfo, list[Event]]]:
