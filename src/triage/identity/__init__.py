@@ -58,9 +58,10 @@ def resolve(events: list[Event], sources: list[SourceInfo], world_size: int | No
     for source in sources:
         source.identity = state.writers.of_source(source.name)
         source.conflicts = state.writers.conflicts.get(group_of[source.name], [])
-        note = layout.ONE_NODE_NOTE.format(rank=source.identity.rank)
-        if source.identity.learnt_from.get("rank") == layout.ONE_NODE and note not in source.notes:
-            source.notes.append(note)
+        if source.identity.learnt_from.get("rank") == layout.ONE_NODE:
+            note = layout.ONE_NODE_NOTE.format(rank=source.identity.rank)
+            if note not in source.notes:
+                source.notes.append(note)
     return state.writers
 
 

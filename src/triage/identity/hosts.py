@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 
 from triage.identity.state import State, launcher_record, still_unknown
 from triage.ingest import identity as layout
+from triage.model import Kind
 
 
 def from_host_slots(state: State) -> None:
@@ -21,10 +22,11 @@ def from_host_slots(state: State) -> None:
     seen: list[tuple[str, int, int, str]] = []  # (host, local rank, rank, node scope)
     for event in state.events:
         ident = event.identity
-        scope = scope_of.get(event.evidence.source, event.evidence.source)
         if ident.rank is not None and ident.host and ident.local_rank is not None:
-            seen.append((ident.host, ident.local_rank, ident.rank, scope))
-        if launcher_record(event):
+            seen.append((ident.host, ident.local_rank, ident.rank,
+                         scope_of.get(event.evidence.source, event.evidence.source)))
+        if event.kind is Kind.EXIT and launcher_record(event):
+            scope = scope_of.get(event.evidence.source, event.evidence.source)
             local, rank = int(event.fields["local_rank"]), int(event.fields["rank"])
             seen.append((event.fields["host"].split(".")[0], local, rank, scope))
             # The agent's record speaks of its own machine, whatever the folder that holds its

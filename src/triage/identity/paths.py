@@ -8,7 +8,7 @@ from triage.identity.state import State, launcher_record, note_disagreement, set
 from triage.ingest import identity as layout
 from triage.ingest.identity import identity_from_path
 from triage.lazy_regex import lazy_compile
-from triage.model import Identity
+from triage.model import Identity, Kind
 
 _TORCHRUN_LAYOUT = lazy_compile(r"attempt_\d+[/!]\d+[/!](?:stdout|stderr|error)\.(?:log|json)$")
 
@@ -59,7 +59,7 @@ def from_log_dirs(state: State) -> None:
         e.identity.host for e in state.events if e.identity.host}
     offset = any(e.identity.rank is not None and e.identity.local_rank is not None  # a node not the first
                  and e.identity.rank != e.identity.local_rank for e in state.events)
-    offset |= any(launcher_record(e) and e.fields["rank"] != e.fields["local_rank"] for e in state.events)
+    offset |= any(launcher_record(e) and e.fields["rank"] != e.fields["local_rank"] for e in state.of_kinds(Kind.EXIT))
     single = len(by_dir) == 1 and len(hosts) <= 1 and not offset
     for members in by_dir.values():
         bases = {i.rank - i.local_rank for _, i in members if i.rank is not None and i.local_rank is not None}
