@@ -103,11 +103,7 @@ _OWN_ERRORS = frozenset({Kind.ERROR, Kind.UNEXPLAINED})
 
 
 def rank_facts(job: Job) -> dict[int, RankFacts]:
-    consequence_lines = {
-        (e.evidence.source, e.evidence.line)
-        for e in job.events
-        if e.kind in _CARRYING_A_WAIT
-    }
+    consequence_lines = {(e.evidence.source, e.evidence.line) for e in job.of_kinds(*_CARRYING_A_WAIT)}
     facts: dict[int, RankFacts] = {}
     for rank, state in job.ranks.items():
         f = RankFacts(rank=rank, state=state)

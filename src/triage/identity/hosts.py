@@ -19,25 +19,26 @@ def from_host_slots(state: State) -> None:
     a host are kept per node, so that lines of different nodes never merge.
     """
     scope_of = _node_scopes(state)
-    seen: list[tuple[str, int, int, str]] = []  # (host, local rank, rank, node scope)
+    # (host, local rank, rank, node scope), each once, in the order first seen (the first slot wins).
+    seen: dict[tuple[str, int, int, str], None] = {}
     for event in state.events:
         ident = event.identity
         if ident.rank is not None and ident.host and ident.local_rank is not None:
-            seen.append((ident.host, ident.local_rank, ident.rank,
-                         scope_of.get(event.evidence.source, event.evidence.source)))
-        if event.kind is Kind.EXIT and launcher_record(event):
+            seen[ident.host, ident.local_rank, ident.rank,
+                 scope_of.get(event.evidence.source, event.evidence.source)] = None
+        if event.kind is _EXIT and launcher_record(event):
             scope = scope_of.get(event.evidence.source, event.evidence.source)
             local, rank = int(event.fields["local_rank"]), int(event.fields["rank"])
-            seen.append((event.fields["host"].split(".")[0], local, rank, scope))
+            seen[event.fields["host"].split(".")[0], local, rank, scope] = None
             # The agent's record speaks of its own machine, whatever the folder that holds its
             # console is called (`node01/` for a machine whose hostname is `vm`).
             group = state.group(event)
             if group is not None and group.host:
-                seen.append((group.host, local, rank, scope))
+                seen[group.host, local, rank, scope] = None
     for key, ident in state.writers.identities.items():
         if ident.rank is not None and ident.host and ident.local_rank is not None:
-            seen.append((ident.host, ident.local_rank, ident.rank, scope_of.get(key, key)))
-    shared = _shared_hostnames(seen)
+            seen[ident.host, ident.local_rank, ident.rank, scope_of.get(key, key)] = None
+    shared = _shared_hostnames(list(seen))
     slots: dict[tuple[str, str | None, int], int] = {}
     for host, local, rank, scope in seen:
         slots.setdefault((host, scope if host in shared else None, local), rank)
@@ -86,6 +87,9 @@ def from_host_slots(state: State) -> None:
             worker = int(event.fields["local_rank"])
         if found := lookup(ident.host, worker, event.evidence.source):
             ident.rank, ident.learnt_from["rank"] = found
+
+
+_EXIT = Kind.EXIT  # read once per event above: bound once (an enum class attribute is slow on 3.11)
 
 
 def _node_scopes(state: State) -> dict[str, str]:

@@ -34,6 +34,9 @@ def from_launcher_consoles(state: State) -> None:
                           if sum(not n.startswith("pid ") or n.endswith("(signalled)") for n in named) > 1}
 
 
+_EXIT = Kind.EXIT  # read once per event below: bound once (an enum class attribute is slow on 3.11)
+
+
 def from_pids(state: State) -> None:
     """A pid seen with a rank is that rank everywhere: NCCL_DEBUG_FILE files, plogs, agent lines."""
     pid_ranks: dict[int, set[int]] = defaultdict(set)
@@ -43,7 +46,7 @@ def from_pids(state: State) -> None:
         if event.identity.pid is not None and event.identity.rank is not None:
             pid_ranks[event.identity.pid].add(event.identity.rank)
             own.add(event.identity.pid)
-        if event.family != "hccl" and event.kind is not Kind.EXIT:
+        if event.family != "hccl" and event.kind is not _EXIT:
             continue  # neither a footer nor a launcher's record
         pid, rank = event.fields.get("pid", ""), event.fields.get("rank", "")
         if event.family == "hccl" and pid.isdigit() and rank.isdigit() and "pg_rank" not in event.fields:

@@ -20,7 +20,7 @@ def from_path(state: State) -> None:
     for source in state.sources:
         parts = source.name.replace("\\", "/").replace("!", "/").split("/")
         keep = shared
-        if _TORCHRUN_LAYOUT.search(source.name):
+        if "attempt_" in source.name and _TORCHRUN_LAYOUT.search(source.name):
             keep = min(keep, len(parts) - 3)  # `attempt_0/<local_rank>/stderr.log` is one writer's
         own = "/".join(parts[max(0, keep):])
         key = state.writers.group_of[source.name]

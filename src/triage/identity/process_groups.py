@@ -42,7 +42,9 @@ def group_ref(event: Event, world_size: int | None = None) -> GroupRef | None:
         rank = fields.get("rank", "")
         return GroupRef(key=f"comm:{fields['comm_id']}", default=size == world_size,
                         group_rank=int(rank) if rank.isdigit() else None, size=size)
-    m = _PG_PREFIX.search(event.evidence.text) if "PG " in event.evidence.text else None
+    # The prefix begins at a `[PG `: the search starts at the first one (most lines hold none).
+    text = event.evidence.text
+    m = _PG_PREFIX.search(text, start) if (start := text.find("[PG ")) >= 0 else None
     if m is not None:
         guid = m["guid"] or m["name"]
         desc = m["desc"] if m["desc"] is not None else m["desc2"]

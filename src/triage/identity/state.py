@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
 
+from triage.event_index import EventIndex
 from triage.model import Event, Identity, Kind, SourceInfo
 
 # Launchers whose lines speak of the workers they run.
@@ -40,33 +40,23 @@ class State:
     world_size: int | None
     writers: Writers
     interleaved: set[str] = field(default_factory=set)  # groups whose lines come from many writers
-    # Positions in `events`, by family and by kind.
-    _by_family: dict[str, list[int]] = field(init=False, repr=False)
-    _by_kind: dict[Kind, list[int]] = field(init=False, repr=False)
+    _by_family: EventIndex[str] = field(init=False, repr=False)
+    _by_kind: EventIndex[Kind] = field(init=False, repr=False)
     # The events whose rank was unknown when last asked (a rank once learnt is never unlearnt).
     _unknown: list[Event] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        by_family: dict[str, list[int]] = defaultdict(list)
-        by_kind: dict[Kind, list[int]] = defaultdict(list)
-        for i, event in enumerate(self.events):
-            by_family[event.family].append(i)
-            by_kind[event.kind].append(i)
-        self._by_family, self._by_kind = dict(by_family), dict(by_kind)
+        self._by_family = EventIndex(self.events, attrgetter("family"))
+        self._by_kind = EventIndex(self.events, attrgetter("kind"))
         self._unknown = [e for e in self.events if e.identity.rank is None]
 
     def of_families(self, *families: str) -> list[Event]:
         """The events of these families, in the events' order."""
-        return self._indexed(self._by_family, families)
+        return self._by_family.of(*families)
 
     def of_kinds(self, *kinds: Kind) -> list[Event]:
         """The events of these kinds, in the events' order."""
-        return self._indexed(self._by_kind, kinds)
-
-    def _indexed(self, index: dict[Any, list[int]], keys: tuple[Any, ...]) -> list[Event]:
-        found = [index[k] for k in keys if k in index]
-        positions = found[0] if len(found) == 1 else sorted(i for f in found for i in f)
-        return [self.events[i] for i in positions]
+        return self._by_kind.of(*kinds)
 
     def group(self, event: Event) -> Identity | None:
         key = self.writers.group_of.get(event.evidence.source, event.evidence.source)

@@ -10,8 +10,10 @@ is resolved into global ranks (`triage.job.peers`). World size comes from `--wor
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from collections import Counter, defaultdict
+from operator import attrgetter
 
 from triage.identity import about_another, resolve
 from triage.job.groups import build_groups
@@ -47,7 +49,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
             st.host = st.host or ident.host
             st.local_rank = st.local_rank if st.local_rank is not None else ident.local_rank
             st.device = st.device if st.device is not None else ident.device
-    ordered = sorted(events, key=_time_key)
+    ordered = _in_time_order(events)
     for event in ordered:
         if event.identity.rank is None:
             continue  # agents, Slurm, RAS lines about no one rank: still in `events`
@@ -174,9 +176,16 @@ def milestone_of(event: Event) -> Milestone | None:
     return None
 
 
-def _time_key(event: Event) -> tuple[float, str, int]:
-    return (event.time if event.time is not None else float("inf"),
-            event.evidence.source, event.evidence.line)
+def _in_time_order(events: list[Event]) -> list[Event]:
+    """By time, then source and line; the events without a time last, by source and line.
+
+    The same order as one sort by (time, or infinity; source; line), with the keys read in C.
+    """
+    timed = [e for e in events if e.time is not None and e.time != math.inf]
+    untimed = [e for e in events if e.time is None or e.time == math.inf]
+    timed.sort(key=attrgetter("time", "evidence.source", "evidence.line"))
+    untimed.sort(key=attrgetter("evidence.source", "evidence.line"))
+    return timed + untimed
 
 
 def _place_yearless_times(events: list[Event]) -> None:

@@ -55,7 +55,7 @@ def build_config(events: list[Event]) -> list[ConfigItem]:
     """Every key two ranks state differently, the keys with a minority first."""
     said: dict[str, dict[int, tuple[str, Evidence]]] = defaultdict(dict)
     for e in events:
-        if e.rank is None or (e.rule_id not in _STATING and e.family != "fr"):
+        if (e.rule_id not in _STATING and e.family != "fr") or e.rank is None:
             continue  # most events state no configuration: not asked one by one
         for key, value in _stated(e):
             said[key].setdefault(e.rank, (value, e.evidence))

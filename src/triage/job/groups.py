@@ -12,14 +12,19 @@ from triage.identity import group_ref
 from triage.model import Event, Kind, Member, ProcessGroup
 
 DEFAULT = "pg:0"
+_GROUP_OR_SEQUENCE = frozenset({"pg_key", "seq", "enqueued", "completed"})
 
 
 def build_groups(events: list[Event], world_size: int | None) -> dict[str, ProcessGroup]:
-    """The groups seen in the events, with each member's progress in each."""
+    """The groups seen in the events, with each member's progress in each.
+
+    The events are the identity stage's: it named the group of every line that speaks of one in
+    its `pg_key` field, so a line without one speaks of none (and is not asked again)."""
     groups: dict[str, ProcessGroup] = {}
-    # Each line with a writer, and the group it speaks of, asked once.
-    refs = [(rank, event, group_ref(event, world_size)) for event in events
-            if (rank := event.identity.rank) is not None]
+    # The lines with a writer that name a group or track a sequence, and their group, asked once.
+    refs = [(rank, event, group_ref(event, world_size) if "pg_key" in event.fields else None)
+            for event in events if (rank := event.identity.rank) is not None
+            and not event.fields.keys().isdisjoint(_GROUP_OR_SEQUENCE)]
     # A watchdog line carries only the work's `[Rank r]`; the lines around it carry the group.
     # Pair them by (rank, SeqNum).
     seq_group: dict[tuple[int, str], str] = {}

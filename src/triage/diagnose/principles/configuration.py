@@ -98,11 +98,11 @@ def _stated_worlds(ctx: Context) -> dict[int, Event]:
     stated: dict[int, Event] = {}
     for rank, f in ctx.facts.items():
         for event in f.state.events:
-            if about_another(event):
-                continue
             size = event.fields.get("world_size") or (
                 event.fields.get("nranks") if event.kind in _COMMUNICATOR_INITS else None)
-            if size and size.isdigit() and int(size) >= 1 and (
+            if not size or about_another(event):
+                continue
+            if size.isdigit() and int(size) >= 1 and (
                     rank not in stated or int(size) > _size(stated[rank])):
                 stated[rank] = event
     return stated
