@@ -17,6 +17,8 @@ _PG_PREFIX = lazy_compile(
 # The `pg` field some rules capture: `3(tp)`, `0 (default_pg)`, `0`.
 _PG_FIELD = lazy_compile(r"^(?P<guid>[^\s(]+)\s?(?:\((?P<desc>[^)]*)\))?$")
 _DEFAULT_DESCS = {"default_pg", "undefined", ""}
+# The fields group_ref reads a group from (besides a `[PG …]` prefix in the line).
+_GROUP_FIELDS = frozenset({"pg_key", "comm_id", "pg"})
 
 
 @dataclass
@@ -66,7 +68,9 @@ def _pg_ref(guid: str, desc: str | None, group_rank: int | None) -> GroupRef:
 def from_group_prefixes(state: State) -> None:
     """`[PG ID 2 PG GUID 3(tp) Rank 1]`: the group and the writer's rank inside it, on the event."""
     for event in state.events:
-        ref = group_ref(event, state.world_size)
+        # Most lines hold none of what names a group: they are not asked.
+        may_name = not event.fields.keys().isdisjoint(_GROUP_FIELDS) or "[PG " in event.evidence.text
+        ref = group_ref(event, state.world_size) if may_name else None
         stated = event.fields.get("rank", "")
         if ref is None and stated.isdigit() and event.identity.rank is not None and (
                 "rank" in event.identity.learnt_from and int(stated) != event.identity.rank

@@ -50,9 +50,15 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
             st.local_rank = st.local_rank if st.local_rank is not None else ident.local_rank
             st.device = st.device if st.device is not None else ident.device
     ordered = _in_time_order(events)
+    unranked: list[Event] = []  # agents, Slurm, RAS lines about no one rank: still in `events`
     for event in ordered:
+        if named := event.fields.get("culprit_ranks"):  # a rank another tool names exists,
+            for rank in parse_ranks(named):  # even without a log of its own
+                if size is None or rank < size:
+                    state(rank)
         if event.identity.rank is None:
-            continue  # agents, Slurm, RAS lines about no one rank: still in `events`
+            unranked.append(event)
+            continue
         st = state(event.identity.rank)
         st.events.append(event)
         if not about_another(event):
@@ -60,11 +66,6 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         st.host = st.host or event.identity.host
         if st.local_rank is None:
             st.local_rank = event.identity.local_rank
-    for event in ordered:  # a rank another tool names exists, even without a log of its own
-        if named := event.fields.get("culprit_ranks"):
-            for rank in parse_ranks(named):
-                if size is None or rank < size:
-                    state(rank)
     if size is None and ranks:
         size, size_from = max(ranks) + 1, "highest rank seen"
         if size <= DENSE_RANKS:
@@ -72,7 +73,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 state(rank)
     for st in ranks.values():
         place_milestone(st)
-    _past_first_collective(ranks, ordered)
+    _past_first_collective(ranks, unranked)
     job = Job(
         ranks=dict(sorted(ranks.items())),
         world_size=size,
@@ -111,6 +112,7 @@ _KIND_MILESTONES = {Kind.INIT_START: Milestone.INIT_STARTED, Kind.INIT_DONE: Mil
 # asked of every event of the job.
 _TIMEOUT, _PROGRESS, _EXIT = Kind.TIMEOUT, Kind.PROGRESS, Kind.EXIT
 _TEARDOWN, _COMM_INIT = Phase.TEARDOWN, Phase.COMM_INIT
+_STEADY = Milestone.STEADY
 _ENDING = frozenset({Kind.CONSEQUENCE, Kind.EXIT})
 _WAITING = frozenset({Kind.TIMEOUT, Kind.PEER_ERROR})
 _IN_COLLECTIVES = frozenset({Phase.OPERATOR_LOAD, Phase.EXECUTION})
@@ -126,7 +128,8 @@ def place_milestone(state: RankState) -> None:
             if event.kind is _EXIT:
                 state.tore_down = True
             continue
-        reached = milestone_of(event)
+        # Past `steady` no event can take the rank further: not asked.
+        reached = milestone_of(event) if best is not _STEADY else None
         if event.kind in _ENDING or event.phase is _TEARDOWN:
             state.tore_down = True
         if event.kind is _PROGRESS and event.fields.get("step", "").isdigit():
@@ -137,11 +140,11 @@ def place_milestone(state: RankState) -> None:
     state.milestone_evidence = evidence
 
 
-def _past_first_collective(ranks: dict[int, RankState], events: list[Event]) -> None:
+def _past_first_collective(ranks: dict[int, RankState], unranked: list[Event]) -> None:
     """A collective needs every member: once any writer completed one, even a line whose writer is
     not known (a console that interleaves its workers' unprefixed output), every rank that had
     finished init completed it too."""
-    done = next((e for e in events if e.identity.rank is None and e.family not in ("torchrun", "slurm", "ras")
+    done = next((e for e in unranked if e.family not in ("torchrun", "slurm", "ras")
                  and (m := milestone_of(e)) is not None and m >= Milestone.FIRST_COLLECTIVE), None)
     if done is None:
         return
@@ -192,6 +195,9 @@ def _place_yearless_times(events: list[Event]) -> None:
     """Give c10/glog times (no year) the year the rest of the job's clocks show: the same month,
     day and time in that year (not a fixed shift from the placeholder year, which lands a day late
     after February in a common year and puts a glog timeout after the next day's lines)."""
+    yearless = [(e, when) for e in events if (when := e.time) is not None and not e.time_has_year]
+    if not yearless:
+        return
     # Counted by day, then by year: a job's thousands of times fall on a few days.
     days = Counter(int(e.time // _DAY) for e in events if e.time and e.time_has_year)
     years: Counter[int] = Counter()
@@ -199,17 +205,16 @@ def _place_yearless_times(events: list[Event]) -> None:
         years[time.gmtime(day * _DAY).tm_year] += count
     year = years.most_common(1)[0][0] if years else time.gmtime().tm_year
     shifts: dict[int, float] = {}  # placeholder day -> seconds to the same date in `year`
-    for event in events:
-        if event.time is not None and not event.time_has_year:
-            if event.time >= 0:
-                day = int(event.time // _DAY)
-                if (shift := shifts.get(day)) is None:
-                    shift = shifts[day] = _placed(day * _DAY, year) - day * _DAY
-                # The same sum as placing the time of day itself: whole seconds, then the fraction.
-                event.time = event.time + shift
-            else:
-                event.time = _placed(event.time, year)
-            event.time_has_year = True
+    for event, when in yearless:
+        if when >= 0:
+            day = int(when // _DAY)
+            if (shift := shifts.get(day)) is None:
+                shift = shifts[day] = _placed(day * _DAY, year) - day * _DAY
+            # The same sum as placing the time of day itself: whole seconds, then the fraction.
+            event.time = when + shift
+        else:
+            event.time = _placed(when, year)
+        event.time_has_year = True
 
 
 _DAY = 86400

@@ -28,9 +28,10 @@ class Job:
     unlisted: list[tuple[int, int]] = field(default_factory=list)
     # Each group's progress from dumps, logs and RAS together (triage.job.progress).
     progress: Progress = field(default_factory=Progress)
-    # The events by kind and by rule, indexed when first asked (the events no longer change then).
+    # The events by kind, rule and family, indexed when first asked (the events no longer change then).
     _by_kind: EventIndex[Kind] | None = field(default=None, init=False, repr=False, compare=False)
     _by_rule: EventIndex[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _by_family: EventIndex[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def of_kinds(self, *kinds: Kind) -> list[Event]:
         """The events of these kinds, in time order."""
@@ -43,6 +44,12 @@ class Job:
         if self._by_rule is None:
             self._by_rule = EventIndex(self.events, attrgetter("rule_id"))
         return self._by_rule.of(*rule_ids)
+
+    def of_families(self, *families: str) -> list[Event]:
+        """The events of these families, in time order."""
+        if self._by_family is None:
+            self._by_family = EventIndex(self.events, attrgetter("family"))
+        return self._by_family.of(*families)
 
     def hosts(self) -> dict[str, list[int]]:
         by_host: dict[str, list[int]] = defaultdict(list)

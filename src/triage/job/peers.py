@@ -66,13 +66,12 @@ def resolve_peers(job: Job) -> None:
     # An address at the far end of a lost connection is a rank's where one rank only is known there
     # (read once every RAS line has been placed: RAS says which process of which rank runs on a node).
     at_address = _ranks_by_address(job)
-    for event in job.events:
+    for event in job.of_kinds(Kind.PEER_ERROR, Kind.TIMEOUT):
         if ("peer_ip" in event.fields or "peer_host" in event.fields) and event.peer is None and (
-                event.kind in _LOST_OR_WAITED) and event.family != "ras":  # no address: no rank at it
+                event.family != "ras"):  # no address: no rank at it
             event.peer = _rank_at_address(job, at_address, event)
 
 
-_LOST_OR_WAITED = frozenset({Kind.PEER_ERROR, Kind.TIMEOUT})
 # The fields that name another process than the line's writer, or say where it is: a line with none
 # of them (most lines) has no peer and is about no one else.
 _SPEAKING_OF_OTHERS = frozenset({
@@ -92,9 +91,9 @@ def _build_index(job: Job) -> _Index:
         for pid in dict.fromkeys(e.identity.pid for e in state.events if e.identity.pid is not None):
             pids[pid].append(rank)
     sizes: dict[str, dict[str, int]] = defaultdict(dict)
-    for e in job.events:
+    for e in job.of_rules("ras-comm-group"):
         f = e.fields
-        if e.family == "ras" and e.rule_id == "ras-comm-group" and f.get("nranks", "").isdigit():
+        if e.family == "ras" and f.get("nranks", "").isdigit():
             for key in (f.get("comm_id"), "group:" + f.get("ras_group", "?")):
                 if key:
                     sizes[f.get("snapshot", "")][key] = int(f["nranks"])
@@ -165,9 +164,7 @@ def _ranks_by_address(job: Job) -> dict[str, set[int]]:
             found[state.host].add(rank)
             if state.host in names:
                 found[names[state.host]].add(rank)
-    for event in job.events:
-        if event.family != "ras":
-            continue
+    for event in job.of_families("ras"):
         ip = event.fields.get("culprit_ip") or event.fields.get("ip")
         if ip and len(event.about) == 1:
             found[ip].add(event.about[0])
