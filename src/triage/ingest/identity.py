@@ -9,6 +9,7 @@ server folders named by IP (`10.0.0.2/`).
 
 from __future__ import annotations
 
+import functools
 from pathlib import PurePosixPath
 
 import regex
@@ -99,15 +100,29 @@ def identity_from_path(name: str) -> Identity:
         learnt["host"] = "folder holding a CANN log tree"
     if identity.host is None and not msrun:
         parts = path.split("/")
-        if m := _HOST_FILE.match(parts[-1]):
-            identity.host = m["name"]
+        if host := _host_file(parts[-1]):
+            identity.host = host
             learnt["host"] = "file name"
         for part in reversed(parts[:-1]):
-            if m := _HOST_DIR.match(part):
-                identity.host = m["ip"] or m["bare_ip"] or m["name"]
+            if host := _host_folder(part):
+                identity.host = host
                 learnt["host"] = "folder name"
                 break
     return identity
+
+
+# A job's files share their names and folders (`stdout.log`, `attempt_0/`, a node's folder): each
+# is matched once.
+@functools.lru_cache(maxsize=4096)
+def _host_file(name: str) -> str | None:
+    """The host a file's name names (`node07.log`), if any."""
+    return m["name"] if (m := _HOST_FILE.match(name)) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_folder(name: str) -> str | None:
+    """The host a folder's name names (`node07`, `host_1_10.0.0.2`, `10.0.0.2`), if any."""
+    return (m["ip"] or m["bare_ip"] or m["name"]) if (m := _HOST_DIR.match(name)) else None
 
 
 def log_dir(name: str) -> str | None:
