@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from triage.diagnose.facts import RankFacts
 from triage.diagnose.phase import job_phase
 from triage.job import Job
-from triage.job.config import ConfigItem, build_config
+from triage.job.config import STATING_RULES, ConfigItem, build_config
 from triage.model import Category, Culprit, Event, Evidence, Phase, ProcessGroup
 
 # How many lines a culprit cites by default: enough to show the cause, few enough to read.
@@ -24,7 +24,7 @@ class Context:
     def config(self) -> list[ConfigItem]:
         """What the ranks state of their setup, and who differs (built once, for every principle)."""
         if self._config is None:
-            self._config = build_config(self.job.events)
+            self._config = build_config(self.job.of_rules(*STATING_RULES) + self.job.of_families("fr"))
         return self._config
 
     @property

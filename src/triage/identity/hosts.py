@@ -96,7 +96,7 @@ def _node_scopes(state: State) -> dict[str, str]:
     """Which node's files each source (and source group) is among, as the layout shows it: the
     first folder below the ones every source shares (`x/console.log`, `x/logs/…/attempt_0/1/…`),
     or the file itself when the nodes' consoles lie side by side (`vm-a.log`, `vm-b.log`)."""
-    names = sorted(set(state.writers.group_of) | {e.evidence.source for e in state.events})
+    names = sorted(state.writers.group_of)  # every source's name, and every event's (identity.resolve)
     shared = layout.shared_folders(names)
     scopes: dict[str, str] = {}
     for name in names:

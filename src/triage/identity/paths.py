@@ -55,10 +55,14 @@ def from_log_dirs(state: State) -> None:
     for key, ident in state.writers.identities.items():
         if ident.learnt_from.get("local_rank") == layout.TORCHRUN_LOCAL and (d := layout.log_dir(key)) is not None:
             by_dir[d].append((key, ident))
-    hosts = {i.host for i in state.writers.identities.values() if i.host} | {
-        e.identity.host for e in state.events if e.identity.host}
-    offset = any(e.identity.rank is not None and e.identity.local_rank is not None  # a node not the first
-                 and e.identity.rank != e.identity.local_rank for e in state.events)
+    hosts = {i.host for i in state.writers.identities.values() if i.host}
+    offset = False  # a rank that is not its local rank: a node not the first
+    for e in state.events:
+        ident = e.identity
+        if ident.host:
+            hosts.add(ident.host)
+        if ident.rank is not None and ident.local_rank is not None and ident.rank != ident.local_rank:
+            offset = True
     offset |= any(launcher_record(e) and e.fields["rank"] != e.fields["local_rank"] for e in state.of_kinds(Kind.EXIT))
     single = len(by_dir) == 1 and len(hosts) <= 1 and not offset
     for members in by_dir.values():

@@ -4,6 +4,8 @@ ranks named inside the messages."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from operator import itemgetter
+from typing import TypeVar
 
 from triage.identity.process_groups import group_ref
 from triage.identity.state import LAUNCHERS, State, set_once, still_unknown
@@ -16,6 +18,7 @@ _RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
 _HEALTH_ENVELOPE = lazy_compile(r"\btriage-health rank (?P<rank>\d{1,9}): ")
 _HEALTH_HOW = "triage.health's line names its writer"
 _COMMUNICATOR_INITS = frozenset({Kind.INIT_START, Kind.INIT_DONE})
+T = TypeVar("T")
 
 
 def from_first_lines(state: State) -> None:
@@ -47,22 +50,20 @@ def from_line_prefixes(state: State) -> None:
             hosts_said[key].append(ident.host)
         if ident.local_rank is not None and "local_rank" in ident.learnt_from:
             locals_seen[key].add(ident.local_rank)
-    line_ranks = {key: Counter(ranks) for key, ranks in ranks_said.items()}
-    line_hosts = {key: Counter(hosts) for key, hosts in hosts_said.items()}
+    # Each group's most said rank and host (`Counter.most_common(1)`), with how many lines said one.
+    line_ranks = {key: (_most_said(ranks), len(ranks)) for key, ranks in ranks_said.items()}
+    line_hosts = {key: (_most_said(hosts), len(set(hosts))) for key, hosts in hosts_said.items()}
     # A launcher console or a Slurm output file interleaves many workers (and hosts): each of its
     # lines keeps its own writer, and nothing one line says is the whole file's.
     state.interleaved |= {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
     state.interleaved |= {key for key, seen in locals_seen.items() if len(seen) > 1}
-    state.interleaved |= {key for key, counts in line_ranks.items()
-                          if counts.most_common(1)[0][1] < 0.8 * sum(counts.values())}
-    for key, counts in line_ranks.items():
+    state.interleaved |= {key for key, ((_, top), said) in line_ranks.items() if top < 0.8 * said}
+    for key, ((rank, _), _) in line_ranks.items():
         if key not in state.interleaved:
-            ident = state.writers.identities.setdefault(key, Identity())
-            set_once(state, key, ident, "rank", counts.most_common(1)[0][0], "line prefixes")
-    for key, host_counts in line_hosts.items():
-        if key not in state.interleaved or len(host_counts) == 1:
-            ident = state.writers.identities.setdefault(key, Identity())
-            set_once(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
+            set_once(state, key, _writer(state, key), "rank", rank, "line prefixes")
+    for key, ((host, _), hosts) in line_hosts.items():
+        if key not in state.interleaved or hosts == 1:
+            set_once(state, key, _writer(state, key), "host", host, "line prefixes")
     # Each line: its own prefix first, then its file's writer; a launcher's record of a worker
     # (`rank : 3 (local_rank: 3)`) is about that worker, not about whoever wrote the file.
     writer_of = {name: state.writers.identities.get(key) for name, key in group_of.items()}
@@ -76,6 +77,18 @@ def from_line_prefixes(state: State) -> None:
                         "host": group.learnt_from.get("host", "")} if group.host else {})
                 group = host_only
             event.identity = event.identity.merged_over(group)
+
+
+def _most_said(values: list[T]) -> tuple[T, int]:
+    """The value said most often, first said first among equals, and how often (most_common(1))."""
+    return max(Counter(values).items(), key=itemgetter(1))
+
+
+def _writer(state: State, key: str) -> Identity:
+    """The writer of a source group, made empty when first needed."""
+    if (ident := state.writers.identities.get(key)) is None:
+        ident = state.writers.identities[key] = Identity()
+    return ident
 
 
 def from_health_lines(state: State) -> None:
