@@ -17,8 +17,6 @@ _PG_PREFIX = lazy_compile(
 # The `pg` field some rules capture: `3(tp)`, `0 (default_pg)`, `0`.
 _PG_FIELD = lazy_compile(r"^(?P<guid>[^\s(]+)\s?(?:\((?P<desc>[^)]*)\))?$")
 _DEFAULT_DESCS = {"default_pg", "undefined", ""}
-# The fields group_ref reads a group from (besides a `[PG …]` prefix in the line).
-_GROUP_FIELDS = frozenset({"pg_key", "comm_id", "pg"})
 
 
 @dataclass
@@ -44,9 +42,7 @@ def group_ref(event: Event, world_size: int | None = None) -> GroupRef | None:
         rank = fields.get("rank", "")
         return GroupRef(key=f"comm:{fields['comm_id']}", default=size == world_size,
                         group_rank=int(rank) if rank.isdigit() else None, size=size)
-    # The prefix begins at a `[PG `: the search starts at the first one (most lines hold none).
-    text = event.evidence.text
-    m = _PG_PREFIX.search(text, start) if (start := text.find("[PG ")) >= 0 else None
+    m = _PG_PREFIX.search(event.evidence.text) if "PG " in event.evidence.text else None
     if m is not None:
         guid = m["guid"] or m["name"]
         desc = m["desc"] if m["desc"] is not None else m["desc2"]
@@ -68,9 +64,7 @@ def _pg_ref(guid: str, desc: str | None, group_rank: int | None) -> GroupRef:
 def from_group_prefixes(state: State) -> None:
     """`[PG ID 2 PG GUID 3(tp) Rank 1]`: the group and the writer's rank inside it, on the event."""
     for event in state.events:
-        # Most lines hold none of what names a group: they are not asked.
-        may_name = not event.fields.keys().isdisjoint(_GROUP_FIELDS) or "[PG " in event.evidence.text
-        ref = group_ref(event, state.world_size) if may_name else None
+        ref = group_ref(event, state.world_size)
         stated = event.fields.get("rank", "")
         if ref is None and stated.isdigit() and event.identity.rank is not None and (
                 "rank" in event.identity.learnt_from and int(stated) != event.identity.rank
