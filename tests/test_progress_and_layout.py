@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from triage.api import analyze
 from triage.diagnose.facts import RankFacts, _killed_before_waiting, rank_facts
 from triage.identity import about_another
 from triage.ingest.identity import identity_from_path
+from triage.job import Job
 from triage.model import Event, Evidence, Identity, Kind, Phase, RankState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,6 +167,6 @@ def test_rank_facts_keep_a_kill_that_came_before_a_wait_its_lines_seem_to_hold()
                  family="gloo")
     state = RankState(rank=3, events=[_exit(10.0, "-9"), wait])
 
-    job = SimpleNamespace(events=state.events, ranks={3: state})
-    facts: dict[int, RankFacts] = rank_facts(job)  # type: ignore[arg-type]
+    job = Job(ranks={3: state}, world_size=None, world_size_from=None, events=state.events)
+    facts: dict[int, RankFacts] = rank_facts(job)
     assert [e.kind for e in facts[3].self_failures] == [Kind.EXIT]

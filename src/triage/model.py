@@ -85,15 +85,14 @@ class Identity:
 
     def merged_over(self, base: Identity) -> Identity:
         """This identity's fields where set, `base`'s elsewhere."""
-        learnt = dict(base.learnt_from)
-        learnt.update(self.learnt_from)
+        # Positional, and the two dicts merged in one expression: this runs for every event.
         return Identity(
-            rank=self.rank if self.rank is not None else base.rank,
-            local_rank=self.local_rank if self.local_rank is not None else base.local_rank,
-            host=self.host if self.host is not None else base.host,
-            pid=self.pid if self.pid is not None else base.pid,
-            device=self.device if self.device is not None else base.device,
-            learnt_from=learnt,
+            self.rank if self.rank is not None else base.rank,
+            self.local_rank if self.local_rank is not None else base.local_rank,
+            self.host if self.host is not None else base.host,
+            self.pid if self.pid is not None else base.pid,
+            self.device if self.device is not None else base.device,
+            {**base.learnt_from, **self.learnt_from},
         )
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from triage.diagnose.facts import RankFacts
 from triage.diagnose.phase import job_phase
 from triage.job import Job
+from triage.job.config import STATING_RULES, ConfigItem, build_config
 from triage.model import Category, Culprit, Event, Evidence, Phase, ProcessGroup
 
 # How many lines a culprit cites by default: enough to show the cause, few enough to read.
@@ -18,6 +19,13 @@ EVIDENCE_LINES = 4
 class Context:
     job: Job
     facts: dict[int, RankFacts]
+    _config: list[ConfigItem] | None = field(default=None, init=False, repr=False)
+
+    def config(self) -> list[ConfigItem]:
+        """What the ranks state of their setup, and who differs (built once, for every principle)."""
+        if self._config is None:
+            self._config = build_config(self.job.of_rules(*STATING_RULES) + self.job.of_families("fr"))
+        return self._config
 
     @property
     def expected(self) -> list[int]:

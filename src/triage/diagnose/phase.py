@@ -117,7 +117,7 @@ def lines_phase(job: Job) -> Phase:
     """The phase the job's failure lines state themselves (whoever wrote them), the most stated
     first; `unknown` when none does."""
     chains = _Chains(job)
-    stated = Counter(p for p in (chains.phase(e) for e in job.events if e.kind in _FAILURES) if p in _REAL)
+    stated = Counter(p for p in (chains.phase(e) for e in job.of_kinds(*_FAILURES)) if p in _REAL)
     return stated.most_common(1)[0][0] if stated else Phase.UNKNOWN
 
 
@@ -139,9 +139,8 @@ class _Chains:
         """The backtrace lines its writer logged right after this line."""
         if self._by_source is None:
             self._by_source = defaultdict(list)
-            for e in self._job.events:
-                if e.rule_id == _BACKTRACE:
-                    self._by_source[e.evidence.source].append(e)
+            for e in self._job.of_rules(_BACKTRACE):
+                self._by_source[e.evidence.source].append(e)
             for lines in self._by_source.values():
                 lines.sort(key=lambda e: e.evidence.line)
         lines = self._by_source.get(event.evidence.source, [])

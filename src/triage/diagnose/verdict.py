@@ -144,9 +144,9 @@ def _weigh(ctx: Context, failed: list[PrincipleFailure]) -> Verdict:
     # Principles that see a failure no log shows run first: with none, nothing failed.
     found = {p.name: isolated(failed, p, p.run, ctx) for p in PRINCIPLES if p.fails_without_logged_failure}
     resolved = {id(e) for h in found.values() if h is not None and not h.shows_failure for e in h.accounts_for}
-    failing = [e for e in job.events if e.kind in _FAILURE_KINDS and id(e) not in resolved]
+    failing = [e for e in job.of_kinds(*_FAILURE_KINDS) if id(e) not in resolved]
     if not failing and not bad_exits and all(h is None or not h.shows_failure for h in found.values()):
-        if any(e.kind is Kind.CONSEQUENCE for e in job.events):
+        if job.of_kinds(Kind.CONSEQUENCE):
             return _inconclusive(ctx, [], ["the job was ended (cancelled, aborted) but no rank "
                                           "logged an error or a timeout"])
         healthy = " ".join(h.reasoning for h in found.values() if h is not None)
@@ -293,7 +293,7 @@ def _set_roles(ctx: Context, culprits: list[Culprit]) -> None:
 
 def _ascend(job: Job) -> bool:
     """An Ascend job: its failures were logged by HCCL, CANN or torch_npu."""
-    families = Counter(e.family for e in job.events if e.kind in _FAILURE_KINDS)
+    families = Counter(e.family for e in job.of_kinds(*_FAILURE_KINDS))
     return families["hccl"] > 0 and families["hccl"] >= sum(families.values()) / 2
 
 

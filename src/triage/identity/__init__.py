@@ -25,6 +25,7 @@ they share.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 from triage.identity.communicators import from_communicators, from_key_info
 from triage.identity.hosts import from_host_slots
@@ -43,24 +44,27 @@ from triage.ingest import identity as layout
 from triage.ingest.identity import group_key
 from triage.model import Event, SourceInfo
 
+_SOURCE = attrgetter("evidence.source")
+
 __all__ = ["RESOLVERS", "GroupRef", "Writers", "about_another", "group_ref", "resolve"]
 
 
 def resolve(events: list[Event], sources: list[SourceInfo], world_size: int | None) -> Writers:
     """Resolve every source's writer and every event's identity (events are updated in place)."""
     group_of = {s.name: group_key(s.name) for s in sources}
-    for event in events:
-        if event.evidence.source not in group_of:
-            group_of[event.evidence.source] = group_key(event.evidence.source)
+    for name in dict.fromkeys(map(_SOURCE, events)):  # each source's name once, in order
+        if name not in group_of:
+            group_of[name] = group_key(name)
     state = State(sources, events, world_size, Writers(group_of, {}))
     for resolver in RESOLVERS:
         resolver(state)
     for source in sources:
         source.identity = state.writers.of_source(source.name)
         source.conflicts = state.writers.conflicts.get(group_of[source.name], [])
-        note = layout.ONE_NODE_NOTE.format(rank=source.identity.rank)
-        if source.identity.learnt_from.get("rank") == layout.ONE_NODE and note not in source.notes:
-            source.notes.append(note)
+        if source.identity.learnt_from.get("rank") == layout.ONE_NODE:
+            note = layout.ONE_NODE_NOTE.format(rank=source.identity.rank)
+            if note not in source.notes:
+                source.notes.append(note)
     return state.writers
 
 

@@ -14,9 +14,10 @@ def from_communicators(state: State) -> None:
     size = state.world_size
     if not size:
         return
-    for event in state.events:
+    nranks = str(size)
+    for event in state.of_kinds(Kind.INIT_START, Kind.INIT_DONE):
         fields = event.fields
-        if event.kind not in (Kind.INIT_START, Kind.INIT_DONE) or fields.get("nranks") != str(size):
+        if fields.get("nranks") != nranks:
             continue
         if not fields.get("rank", "").isdigit():
             continue
@@ -42,9 +43,9 @@ def from_key_info(state: State) -> None:
     same one (a sub-communicator's userRank is a rank inside that group).
     """
     said: dict[tuple[str | None, int], dict[str, set[int | str]]] = defaultdict(lambda: defaultdict(set))
-    for event in state.events:
+    for event in state.of_families("hccl"):
         fields = event.fields
-        if event.family != "hccl" or event.kind is not Kind.INFO or "device" not in fields:
+        if event.kind is not Kind.INFO or "device" not in fields:
             continue
         group = state.group(event)
         pid = group.pid if group is not None and group.pid is not None else event.identity.pid

@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 
 from triage.identity.state import State, launcher_record, still_unknown
 from triage.ingest import identity as layout
+from triage.model import Kind
 
 
 def from_host_slots(state: State) -> None:
@@ -18,24 +19,26 @@ def from_host_slots(state: State) -> None:
     a host are kept per node, so that lines of different nodes never merge.
     """
     scope_of = _node_scopes(state)
-    seen: list[tuple[str, int, int, str]] = []  # (host, local rank, rank, node scope)
+    # (host, local rank, rank, node scope), each once, in the order first seen (the first slot wins).
+    seen: dict[tuple[str, int, int, str], None] = {}
     for event in state.events:
         ident = event.identity
-        scope = scope_of.get(event.evidence.source, event.evidence.source)
         if ident.rank is not None and ident.host and ident.local_rank is not None:
-            seen.append((ident.host, ident.local_rank, ident.rank, scope))
-        if launcher_record(event):
+            seen[ident.host, ident.local_rank, ident.rank,
+                 scope_of.get(event.evidence.source, event.evidence.source)] = None
+        if event.kind is _EXIT and launcher_record(event):
+            scope = scope_of.get(event.evidence.source, event.evidence.source)
             local, rank = int(event.fields["local_rank"]), int(event.fields["rank"])
-            seen.append((event.fields["host"].split(".")[0], local, rank, scope))
+            seen[event.fields["host"].split(".")[0], local, rank, scope] = None
             # The agent's record speaks of its own machine, whatever the folder that holds its
             # console is called (`node01/` for a machine whose hostname is `vm`).
             group = state.group(event)
             if group is not None and group.host:
-                seen.append((group.host, local, rank, scope))
+                seen[group.host, local, rank, scope] = None
     for key, ident in state.writers.identities.items():
         if ident.rank is not None and ident.host and ident.local_rank is not None:
-            seen.append((ident.host, ident.local_rank, ident.rank, scope_of.get(key, key)))
-    shared = _shared_hostnames(seen)
+            seen[ident.host, ident.local_rank, ident.rank, scope_of.get(key, key)] = None
+    shared = _shared_hostnames(list(seen))
     slots: dict[tuple[str, str | None, int], int] = {}
     for host, local, rank, scope in seen:
         slots.setdefault((host, scope if host in shared else None, local), rank)
@@ -86,11 +89,14 @@ def from_host_slots(state: State) -> None:
             ident.rank, ident.learnt_from["rank"] = found
 
 
+_EXIT = Kind.EXIT  # read once per event above: bound once (an enum class attribute is slow on 3.11)
+
+
 def _node_scopes(state: State) -> dict[str, str]:
     """Which node's files each source (and source group) is among, as the layout shows it: the
     first folder below the ones every source shares (`x/console.log`, `x/logs/…/attempt_0/1/…`),
     or the file itself when the nodes' consoles lie side by side (`vm-a.log`, `vm-b.log`)."""
-    names = sorted(set(state.writers.group_of) | {e.evidence.source for e in state.events})
+    names = sorted(state.writers.group_of)  # every source's name, and every event's (identity.resolve)
     shared = layout.shared_folders(names)
     scopes: dict[str, str] = {}
     for name in names:

@@ -3,7 +3,7 @@ ranks' own lines) tie to ranks."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from triage.identity.state import (
     LAUNCHERS,
@@ -22,10 +22,8 @@ def from_launcher_consoles(state: State) -> None:
     their output: a `[rankN]:` prefix is that line's writer only, an unprefixed line's is unknown."""
     workers: dict[str, set[str]] = defaultdict(set)
     signalled: list[tuple[str, str]] = []
-    for event in state.events:
+    for event in state.of_families(*LAUNCHERS):
         key, fields = state.writers.group_of[event.evidence.source], event.fields
-        if event.family not in LAUNCHERS:
-            continue
         if fields.get("local_rank", "").isdigit():
             workers[key] |= {str(int(fields["local_rank"])), "pid " + fields.get("pid", "?")}
         elif event.kind is Kind.CONSEQUENCE and fields.get("pid", "").isdigit():
@@ -36,28 +34,33 @@ def from_launcher_consoles(state: State) -> None:
                           if sum(not n.startswith("pid ") or n.endswith("(signalled)") for n in named) > 1}
 
 
+_EXIT = Kind.EXIT  # read once per event below: bound once (an enum class attribute is slow on 3.11)
+
+
 def from_pids(state: State) -> None:
     """A pid seen with a rank is that rank everywhere: NCCL_DEBUG_FILE files, plogs, agent lines."""
-    pid_ranks: dict[int, Counter[int]] = defaultdict(Counter)
+    pid_ranks: dict[int, set[int]] = defaultdict(set)
     recorded: set[int] = set()  # pids a launcher's record names with their rank
     own: set[int] = set()  # pids seen on the rank's own lines
     for event in state.events:
         if event.identity.pid is not None and event.identity.rank is not None:
-            pid_ranks[event.identity.pid][event.identity.rank] += 1
+            pid_ranks[event.identity.pid].add(event.identity.rank)
             own.add(event.identity.pid)
+        if event.family != "hccl" and event.kind is not _EXIT:
+            continue  # neither a footer nor a launcher's record
         pid, rank = event.fields.get("pid", ""), event.fields.get("rank", "")
         if event.family == "hccl" and pid.isdigit() and rank.isdigit() and "pg_rank" not in event.fields:
             # torch_npu's footer names a process and its rank: `(PID:3215080, Device:3, RankID:3)`
-            pid_ranks[int(pid)][int(rank)] += 1
+            pid_ranks[int(pid)].add(int(rank))
         elif launcher_record(event) and pid.isdigit():
             # torchrun's failure record: `rank : 3 (local_rank: 3)` / `exitcode : -15 (pid: 4242)`
-            pid_ranks[int(pid)][int(rank)] += 1
+            pid_ranks[int(pid)].add(int(rank))
             recorded.add(int(pid))
     for ident in state.writers.identities.values():
         if ident.pid is not None and ident.rank is not None:
-            pid_ranks[ident.pid][ident.rank] += 1
-    known = {pid: counts.most_common(1)[0][0] for pid, counts in pid_ranks.items()
-             if len(counts) == 1}  # a pid reused by two ranks (two hosts) says nothing
+            pid_ranks[ident.pid].add(ident.rank)
+    known = {pid: next(iter(ranks)) for pid, ranks in pid_ranks.items()
+             if len(ranks) == 1}  # a pid reused by two ranks (two hosts) says nothing
     def how(pid: int) -> str:
         return PID_OWN if pid in own or pid not in recorded else PID_RECORD
 

@@ -8,7 +8,7 @@ from triage.identity.state import State, launcher_record, note_disagreement, set
 from triage.ingest import identity as layout
 from triage.ingest.identity import identity_from_path
 from triage.lazy_regex import lazy_compile
-from triage.model import Identity
+from triage.model import Identity, Kind
 
 _TORCHRUN_LAYOUT = lazy_compile(r"attempt_\d+[/!]\d+[/!](?:stdout|stderr|error)\.(?:log|json)$")
 
@@ -20,7 +20,7 @@ def from_path(state: State) -> None:
     for source in state.sources:
         parts = source.name.replace("\\", "/").replace("!", "/").split("/")
         keep = shared
-        if _TORCHRUN_LAYOUT.search(source.name):
+        if "attempt_" in source.name and _TORCHRUN_LAYOUT.search(source.name):
             keep = min(keep, len(parts) - 3)  # `attempt_0/<local_rank>/stderr.log` is one writer's
         own = "/".join(parts[max(0, keep):])
         key = state.writers.group_of[source.name]
@@ -55,11 +55,15 @@ def from_log_dirs(state: State) -> None:
     for key, ident in state.writers.identities.items():
         if ident.learnt_from.get("local_rank") == layout.TORCHRUN_LOCAL and (d := layout.log_dir(key)) is not None:
             by_dir[d].append((key, ident))
-    hosts = {i.host for i in state.writers.identities.values() if i.host} | {
-        e.identity.host for e in state.events if e.identity.host}
-    offset = any(e.identity.rank is not None and e.identity.local_rank is not None  # a node not the first
-                 and e.identity.rank != e.identity.local_rank for e in state.events)
-    offset |= any(launcher_record(e) and e.fields["rank"] != e.fields["local_rank"] for e in state.events)
+    hosts = {i.host for i in state.writers.identities.values() if i.host}
+    offset = False  # a rank that is not its local rank: a node not the first
+    for e in state.events:
+        ident = e.identity
+        if ident.host:
+            hosts.add(ident.host)
+        if ident.rank is not None and ident.local_rank is not None and ident.rank != ident.local_rank:
+            offset = True
+    offset |= any(launcher_record(e) and e.fields["rank"] != e.fields["local_rank"] for e in state.of_kinds(Kind.EXIT))
     single = len(by_dir) == 1 and len(hosts) <= 1 and not offset
     for members in by_dir.values():
         bases = {i.rank - i.local_rank for _, i in members if i.rank is not None and i.local_rank is not None}

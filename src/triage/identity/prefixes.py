@@ -4,6 +4,8 @@ ranks named inside the messages."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from operator import itemgetter
+from typing import TypeVar
 
 from triage.identity.process_groups import group_ref
 from triage.identity.state import LAUNCHERS, State, set_once, still_unknown
@@ -15,6 +17,8 @@ _RANK_STATING = ("pytorch", "torchrun", "hccl", "repro")
 # triage.health's line (`TAG rank N:` in src/triage/health/result.py) names its writer's global rank.
 _HEALTH_ENVELOPE = lazy_compile(r"\btriage-health rank (?P<rank>\d{1,9}): ")
 _HEALTH_HOW = "triage.health's line names its writer"
+_COMMUNICATOR_INITS = frozenset({Kind.INIT_START, Kind.INIT_DONE})
+T = TypeVar("T")
 
 
 def from_first_lines(state: State) -> None:
@@ -33,40 +37,58 @@ def from_first_lines(state: State) -> None:
 
 def from_line_prefixes(state: State) -> None:
     """A file where one rank writes nearly every line is that rank's; else each line keeps its own."""
-    line_ranks: dict[str, Counter[int]] = defaultdict(Counter)
-    line_hosts: dict[str, Counter[str]] = defaultdict(Counter)
+    ranks_said: dict[str, list[int]] = defaultdict(list)  # counted per group below, at once
+    hosts_said: dict[str, list[str]] = defaultdict(list)
     locals_seen: dict[str, set[int]] = defaultdict(set)
+    group_of = state.writers.group_of
     for event in state.events:
-        key = state.writers.group_of[event.evidence.source]
-        if event.identity.rank is not None:
-            line_ranks[key][event.identity.rank] += 1
-        if event.identity.host:
-            line_hosts[key][event.identity.host] += 1
-        if "local_rank" in event.identity.learnt_from and event.identity.local_rank is not None:
-            locals_seen[key].add(event.identity.local_rank)
+        ident = event.identity
+        key = group_of[event.evidence.source]
+        if ident.rank is not None:
+            ranks_said[key].append(ident.rank)
+        if ident.host:
+            hosts_said[key].append(ident.host)
+        if ident.local_rank is not None and "local_rank" in ident.learnt_from:
+            locals_seen[key].add(ident.local_rank)
+    # Each group's most said rank and host (`Counter.most_common(1)`), with how many lines said one.
+    line_ranks = {key: (_most_said(ranks), len(ranks)) for key, ranks in ranks_said.items()}
+    line_hosts = {key: (_most_said(hosts), len(set(hosts))) for key, hosts in hosts_said.items()}
     # A launcher console or a Slurm output file interleaves many workers (and hosts): each of its
     # lines keeps its own writer, and nothing one line says is the whole file's.
     state.interleaved |= {state.writers.group_of[s.name] for s in state.sources if s.head_writers > 1}
     state.interleaved |= {key for key, seen in locals_seen.items() if len(seen) > 1}
-    state.interleaved |= {key for key, counts in line_ranks.items()
-                          if counts.most_common(1)[0][1] < 0.8 * sum(counts.values())}
-    for key, counts in line_ranks.items():
+    state.interleaved |= {key for key, ((_, top), said) in line_ranks.items() if top < 0.8 * said}
+    for key, ((rank, _), _) in line_ranks.items():
         if key not in state.interleaved:
-            ident = state.writers.identities.setdefault(key, Identity())
-            set_once(state, key, ident, "rank", counts.most_common(1)[0][0], "line prefixes")
-    for key, host_counts in line_hosts.items():
-        if key not in state.interleaved or len(host_counts) == 1:
-            ident = state.writers.identities.setdefault(key, Identity())
-            set_once(state, key, ident, "host", host_counts.most_common(1)[0][0], "line prefixes")
+            set_once(state, key, _writer(state, key), "rank", rank, "line prefixes")
+    for key, ((host, _), hosts) in line_hosts.items():
+        if key not in state.interleaved or hosts == 1:
+            set_once(state, key, _writer(state, key), "host", host, "line prefixes")
     # Each line: its own prefix first, then its file's writer; a launcher's record of a worker
     # (`rank : 3 (local_rank: 3)`) is about that worker, not about whoever wrote the file.
+    writer_of = {name: state.writers.identities.get(key) for name, key in group_of.items()}
+    host_of: dict[str, Identity] = {}  # source -> its writer's host alone, for launcher records
     for event in state.events:
-        group = state.group(event)
+        group = writer_of[event.evidence.source]
         if group is not None:
             if event.family in LAUNCHERS and "rank" in event.fields:
-                group = Identity(host=group.host, learnt_from={"host": group.learnt_from.get(
-                    "host", "")} if group.host else {})
+                if (host_only := host_of.get(event.evidence.source)) is None:
+                    host_only = host_of[event.evidence.source] = Identity(host=group.host, learnt_from={
+                        "host": group.learnt_from.get("host", "")} if group.host else {})
+                group = host_only
             event.identity = event.identity.merged_over(group)
+
+
+def _most_said(values: list[T]) -> tuple[T, int]:
+    """The value said most often, first said first among equals, and how often (most_common(1))."""
+    return max(Counter(values).items(), key=itemgetter(1))
+
+
+def _writer(state: State, key: str) -> Identity:
+    """The writer of a source group, made empty when first needed."""
+    if (ident := state.writers.identities.get(key)) is None:
+        ident = state.writers.identities[key] = Identity()
+    return ident
 
 
 def from_health_lines(state: State) -> None:
@@ -78,9 +100,9 @@ def from_health_lines(state: State) -> None:
     files), it is the one line that says whose file it is.
     """
     said: dict[str, set[int]] = defaultdict(set)
-    for event in state.events:
+    for event in state.of_families("repro"):
         text = event.evidence.text
-        if event.family != "repro" or "triage-health rank" not in text:
+        if "triage-health rank" not in text:
             continue
         if (m := _HEALTH_ENVELOPE.search(text)) is None:
             continue
@@ -98,13 +120,13 @@ def from_health_lines(state: State) -> None:
 
 def from_stated_ranks(state: State) -> None:
     """A rank named inside the message is global when it is said in the world group."""
-    tasks_are_ranks = not any(e.family == "torchrun" for e in state.events)
+    tasks_are_ranks = not state.of_families("torchrun")
     families = _RANK_STATING + (("slurm",) if tasks_are_ranks else ())
-    for event in state.events:
+    for event in state.of_families(*families):
         fields = event.fields
-        if event.identity.rank is not None or "rank" not in fields or event.family not in families:
+        if event.identity.rank is not None or "rank" not in fields:
             continue
-        if event.kind in (Kind.INIT_START, Kind.INIT_DONE):
+        if event.kind in _COMMUNICATOR_INITS:
             continue  # communicator ranks: see from_communicators
         ref = group_ref(event, state.world_size)
         if ref is not None and not ref.default:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 
+from triage.event_index import EventIndex
 from triage.model import Event, Identity, Kind, SourceInfo
 
 # Launchers whose lines speak of the workers they run.
@@ -27,13 +29,34 @@ class Writers:
 
 @dataclass
 class State:
-    """What the resolvers read and fill, in order: the sources, their events, the writers so far."""
+    """What the resolvers read and fill, in order: the sources, their events, the writers so far.
+
+    The events are indexed once by family and by kind, so that a resolver that asks about a few
+    families or kinds reads those events only, in the events' order, not every event of the job.
+    """
 
     sources: list[SourceInfo]
     events: list[Event]
     world_size: int | None
     writers: Writers
     interleaved: set[str] = field(default_factory=set)  # groups whose lines come from many writers
+    _by_family: EventIndex[str] = field(init=False, repr=False)
+    _by_kind: EventIndex[Kind] = field(init=False, repr=False)
+    # The events whose rank was unknown when last asked (a rank once learnt is never unlearnt).
+    _unknown: list[Event] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_family = EventIndex(self.events, attrgetter("family"))
+        self._by_kind = EventIndex(self.events, attrgetter("kind"))
+        self._unknown = [e for e in self.events if e.identity.rank is None]
+
+    def of_families(self, *families: str) -> list[Event]:
+        """The events of these families, in the events' order."""
+        return self._by_family.of(*families)
+
+    def of_kinds(self, *kinds: Kind) -> list[Event]:
+        """The events of these kinds, in the events' order."""
+        return self._by_kind.of(*kinds)
 
     def group(self, event: Event) -> Identity | None:
         key = self.writers.group_of.get(event.evidence.source, event.evidence.source)
@@ -47,14 +70,17 @@ class State:
 
 def still_unknown(state: State) -> Iterator[Event]:
     """Events whose rank is still unknown, after taking their file's if a resolver just found it."""
-    for event in state.events:
+    remaining: list[Event] = []
+    for event in state._unknown:
         if event.identity.rank is not None:
             continue
         group = state.group(event)
         if group is not None and group.rank is not None:
             event.identity = event.identity.merged_over(group)
             continue
+        remaining.append(event)
         yield event
+    state._unknown = remaining
 
 
 def launcher_record(event: Event) -> bool:
@@ -64,12 +90,16 @@ def launcher_record(event: Event) -> bool:
             and fields["rank"].isdigit() and fields["local_rank"].isdigit())
 
 
+# Families whose lines speak of a worker, and the ways a line's rank is learnt from what it says.
+_SPEAKING_OF_WORKERS = (*LAUNCHERS, "ras")
+_NAMED_RANKS = ("rank named in the message", "host and local rank, matched elsewhere",
+                "host's rank base plus local rank", PID_OWN, PID_RECORD)
+
+
 def about_another(event: Event) -> bool:
     """A launcher's or a tool's line about a worker (`exitcode: -9 … rank: 3`), filed under the rank
     it names: not a line that rank wrote."""
-    return event.family in (*LAUNCHERS, "ras") and event.identity.learnt_from.get("rank") in (
-        "rank named in the message", "host and local rank, matched elsewhere",
-        "host's rank base plus local rank", PID_OWN, PID_RECORD)
+    return event.family in _SPEAKING_OF_WORKERS and event.identity.learnt_from.get("rank") in _NAMED_RANKS
 
 
 def set_once(state: State, key: str, ident: Identity, name: str, value: int | str, how: str) -> None:

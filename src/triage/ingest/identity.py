@@ -9,6 +9,7 @@ server folders named by IP (`10.0.0.2/`).
 
 from __future__ import annotations
 
+import functools
 from pathlib import PurePosixPath
 
 import regex
@@ -57,31 +58,36 @@ def identity_from_path(name: str) -> Identity:
     path = _HUGE_NUMBER.sub("#", name.replace("\\", "/").replace("!", "/"))
     identity = Identity()
     learnt = identity.learnt_from
-    if m := _TORCHRUN.search(path):
+    # Each pattern is tried only where the word it needs is there (`casefold` for the patterns
+    # that ignore case): most paths are asked of a dozen patterns and hold the words of two.
+    if "attempt_" in path and (m := _TORCHRUN.search(path)):
         identity.local_rank = int(m["local"])
         learnt["local_rank"] = TORCHRUN_LOCAL
     # Rank words count in the file name and its folder only: a job folder called
     # `hang-rank2/` says nothing about who wrote each file inside it.
     near = "/".join(path.split("/")[-2:])
-    if m := _LOCAL.search(near):
+    words = near.casefold()
+    if "local" in words and (m := _LOCAL.search(near)):
         identity.local_rank = int(m["local"])
         learnt["local_rank"] = "file name"
-    if m := _MSRUN.search(path):
+    msrun = "worker_" in path and _MSRUN.search(path)
+    if m := msrun:
         identity.rank = int(m["rank"])
         learnt["rank"] = "msrun worker_<rank>.log name"
-    elif m := _last(_RANK, near):
+    elif "rank" in words and (m := _last(_RANK, near)):
         identity.rank = int(m["rank"])
         learnt["rank"] = "file name"
-    elif m := _SLURM_JOB_TASK.search(near) or _last(_SLURM_TASK, near):
+    elif m := ("-" in near and _SLURM_JOB_TASK.search(near)) or (
+            ("task" in words or "proc" in words) and _last(_SLURM_TASK, near)):
         identity.rank = int(m["task"])
         learnt["rank"] = "slurm %t file name"
-    if m := _NCCL_FILE.search(path):
+    if "nccl" in path and (m := _NCCL_FILE.search(path)):
         identity.host, identity.pid = m["host"], int(m["pid"])
         learnt["host"] = learnt["pid"] = "NCCL_DEBUG_FILE name"
-    elif m := _PLOG.search(path):
+    elif ("plog-" in path or "device-" in path) and (m := _PLOG.search(path)):
         identity.pid = int(m["pid"])
         learnt["pid"] = "CANN plog name"
-    if m := _DEVICE_DIR.search(path):
+    if "device-" in path and (m := _DEVICE_DIR.search(path)):
         identity.device = int(m["device"])
         learnt["device"] = "CANN device-<id> folder"
     if (folder := _cann_folder(path)) and (m := _RANK.fullmatch(folder)):
@@ -92,17 +98,31 @@ def identity_from_path(name: str) -> Identity:
     elif identity.host is None and folder:
         identity.host = folder
         learnt["host"] = "folder holding a CANN log tree"
-    if identity.host is None and not _MSRUN.search(path):
+    if identity.host is None and not msrun:
         parts = path.split("/")
-        if m := _HOST_FILE.match(parts[-1]):
-            identity.host = m["name"]
+        if host := _host_file(parts[-1]):
+            identity.host = host
             learnt["host"] = "file name"
         for part in reversed(parts[:-1]):
-            if m := _HOST_DIR.match(part):
-                identity.host = m["ip"] or m["bare_ip"] or m["name"]
+            if host := _host_folder(part):
+                identity.host = host
                 learnt["host"] = "folder name"
                 break
     return identity
+
+
+# A job's files share their names and folders (`stdout.log`, `attempt_0/`, a node's folder): each
+# is matched once.
+@functools.lru_cache(maxsize=4096)
+def _host_file(name: str) -> str | None:
+    """The host a file's name names (`node07.log`), if any."""
+    return m["name"] if (m := _HOST_FILE.match(name)) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_folder(name: str) -> str | None:
+    """The host a folder's name names (`node07`, `host_1_10.0.0.2`, `10.0.0.2`), if any."""
+    return (m["ip"] or m["bare_ip"] or m["name"]) if (m := _HOST_DIR.match(name)) else None
 
 
 def log_dir(name: str) -> str | None:
@@ -116,8 +136,15 @@ def group_key(name: str) -> str:
     """Sources written by the same process share a key: torchrun's stdout.log and stderr.log."""
     parts = name.replace("!", "/").rsplit("/", 2)
     if len(parts) > 1 and parts[-1] in ("stdout.log", "stderr.log", "error.json") and parts[-2].isdigit():
-        return str(PurePosixPath("/".join(parts[:-1])))
+        folder = "/".join(parts[:-1])
+        return folder if _normal(folder) else str(PurePosixPath(folder))
     return name
+
+
+def _normal(path: str) -> bool:
+    """Whether `PurePosixPath(path)` would give `path` back as it is (no empty or `.` component)."""
+    return bool(path) and "//" not in path and "/./" not in path and not path.startswith("./") \
+        and not path.endswith(("/", "/.")) and path != "."
 
 
 def shared_folders(names: list[str]) -> int:

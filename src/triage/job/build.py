@@ -10,8 +10,10 @@ is resolved into global ranks (`triage.job.peers`). World size comes from `--wor
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from collections import Counter, defaultdict
+from operator import attrgetter
 
 from triage.identity import about_another, resolve
 from triage.job.groups import build_groups
@@ -47,10 +49,16 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
             st.host = st.host or ident.host
             st.local_rank = st.local_rank if st.local_rank is not None else ident.local_rank
             st.device = st.device if st.device is not None else ident.device
-    ordered = sorted(events, key=_time_key)
+    ordered = _in_time_order(events)
+    unranked: list[Event] = []  # agents, Slurm, RAS lines about no one rank: still in `events`
     for event in ordered:
+        if named := event.fields.get("culprit_ranks"):  # a rank another tool names exists,
+            for rank in parse_ranks(named):  # even without a log of its own
+                if size is None or rank < size:
+                    state(rank)
         if event.identity.rank is None:
-            continue  # agents, Slurm, RAS lines about no one rank: still in `events`
+            unranked.append(event)
+            continue
         st = state(event.identity.rank)
         st.events.append(event)
         if not about_another(event):
@@ -58,10 +66,6 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
         st.host = st.host or event.identity.host
         if st.local_rank is None:
             st.local_rank = event.identity.local_rank
-    for event in ordered:  # a rank another tool names exists, even without a log of its own
-        for rank in parse_ranks(event.fields.get("culprit_ranks", "")):
-            if size is None or rank < size:
-                state(rank)
     if size is None and ranks:
         size, size_from = max(ranks) + 1, "highest rank seen"
         if size <= DENSE_RANKS:
@@ -69,7 +73,7 @@ def build_job(events: list[Event], sources: list[SourceInfo], world_size: int | 
                 state(rank)
     for st in ranks.values():
         place_milestone(st)
-    _past_first_collective(ranks, ordered)
+    _past_first_collective(ranks, unranked)
     job = Job(
         ranks=dict(sorted(ranks.items())),
         world_size=size,
@@ -103,6 +107,16 @@ def _gaps(ranks: dict[int, RankState], size: int | None) -> list[tuple[int, int]
 INIT_CALLS = ("init_process_group", "new_group", "_new_group_with_tag", "_store_based_barrier")
 # Which milestone an event marks when its rule names none.
 _KIND_MILESTONES = {Kind.INIT_START: Milestone.INIT_STARTED, Kind.INIT_DONE: Milestone.INIT_DONE}
+# The kinds and phases the per-event questions below ask about, bound once: on Python 3.11 each
+# `Kind.X` read goes through the enum metaclass's attribute hook (~90 ns), and these questions are
+# asked of every event of the job.
+_TIMEOUT, _PROGRESS, _EXIT = Kind.TIMEOUT, Kind.PROGRESS, Kind.EXIT
+_TEARDOWN, _COMM_INIT = Phase.TEARDOWN, Phase.COMM_INIT
+_STEADY = Milestone.STEADY
+_ENDING = frozenset({Kind.CONSEQUENCE, Kind.EXIT})
+_WAITING = frozenset({Kind.TIMEOUT, Kind.PEER_ERROR})
+_IN_COLLECTIVES = frozenset({Phase.OPERATOR_LOAD, Phase.EXECUTION})
+_C10_PREFIXED = ("pytorch", "python", "gloo", "store", "job")
 
 
 def place_milestone(state: RankState) -> None:
@@ -111,13 +125,14 @@ def place_milestone(state: RankState) -> None:
     evidence = state.last_lines[0] if state.last_lines and state.has_log else None
     for event in state.events:
         if about_another(event):
-            if event.kind is Kind.EXIT:
+            if event.kind is _EXIT:
                 state.tore_down = True
             continue
-        reached = milestone_of(event)
-        if event.kind in (Kind.CONSEQUENCE, Kind.EXIT) or event.phase is Phase.TEARDOWN:
+        # Past `steady` no event can take the rank further: not asked.
+        reached = milestone_of(event) if best is not _STEADY else None
+        if event.kind in _ENDING or event.phase is _TEARDOWN:
             state.tore_down = True
-        if event.fields.get("step", "").isdigit() and event.kind is Kind.PROGRESS:
+        if event.kind is _PROGRESS and event.fields.get("step", "").isdigit():
             state.step = max(state.step or 0, int(event.fields["step"]))
         if reached is not None and (best is None or reached > best):
             best, evidence = reached, event.evidence
@@ -125,11 +140,11 @@ def place_milestone(state: RankState) -> None:
     state.milestone_evidence = evidence
 
 
-def _past_first_collective(ranks: dict[int, RankState], events: list[Event]) -> None:
+def _past_first_collective(ranks: dict[int, RankState], unranked: list[Event]) -> None:
     """A collective needs every member: once any writer completed one, even a line whose writer is
     not known (a console that interleaves its workers' unprefixed output), every rank that had
     finished init completed it too."""
-    done = next((e for e in events if e.identity.rank is None and e.family not in ("torchrun", "slurm", "ras")
+    done = next((e for e in unranked if e.family not in ("torchrun", "slurm", "ras")
                  and (m := milestone_of(e)) is not None and m >= Milestone.FIRST_COLLECTIVE), None)
     if done is None:
         return
@@ -140,51 +155,80 @@ def _past_first_collective(ranks: dict[int, RankState], events: list[Event]) -> 
 
 def milestone_of(event: Event) -> Milestone | None:
     """The progress an event proves its writer had made."""
-    fields = event.fields
-    if event.kind is Kind.PROGRESS and "step" in fields:
+    fields, kind = event.fields, event.kind
+    if kind is _PROGRESS and "step" in fields:
         return Milestone.STEADY
     done = fields.get("completed", "")
     if done.isdigit() and len(done) < 12 and int(done) >= 1:
         return Milestone.FIRST_COLLECTIVE
     seq = fields.get("seq", "")
-    if event.kind is Kind.TIMEOUT and seq.isdigit() and int(seq) >= 2:
+    if kind is _TIMEOUT and seq.isdigit() and int(seq) >= 2:
         return Milestone.FIRST_COLLECTIVE  # collectives complete in order: the one before did
-    if event.kind in _KIND_MILESTONES:
-        return _KIND_MILESTONES[event.kind]
+    if kind in _KIND_MILESTONES:
+        return _KIND_MILESTONES[kind]
     if fields.get("call") in INIT_CALLS:
         return Milestone.INIT_STARTED  # its traceback is inside init_process_group / new_group
-    if event.identity.learnt_from.get("rank") == "[rankN]: prefix" and event.family in (
-            "pytorch", "python", "gloo", "store", "job"):
+    if event.family in _C10_PREFIXED and event.identity.learnt_from.get("rank") == "[rankN]: prefix":
         # c10 prefixes its log lines, and init_process_group's excepthook each traceback line,
         # with `[rankN]:` only once the default process group exists (torch >= 2.3).
         return Milestone.INIT_DONE
-    if event.phase in (Phase.OPERATOR_LOAD, Phase.EXECUTION) and event.kind in (
-            Kind.TIMEOUT, Kind.PEER_ERROR):
+    if event.phase in _IN_COLLECTIVES and kind in _WAITING:
         return Milestone.INIT_DONE  # it was waiting inside a collective: init was behind it
-    if event.phase is Phase.COMM_INIT and event.kind is Kind.TIMEOUT:
+    if event.phase is _COMM_INIT and kind is _TIMEOUT:
         return Milestone.RENDEZVOUS  # it reached the store and waited there for the others
     return None
 
 
-def _time_key(event: Event) -> tuple[float, str, int]:
-    return (event.time if event.time is not None else float("inf"),
-            event.evidence.source, event.evidence.line)
+def _in_time_order(events: list[Event]) -> list[Event]:
+    """By time, then source and line; the events without a time last, by source and line.
+
+    The same order as one sort by (time, or infinity; source; line), with the keys read in C.
+    """
+    timed = [e for e in events if e.time is not None and e.time != math.inf]
+    untimed = [e for e in events if e.time is None or e.time == math.inf]
+    timed.sort(key=attrgetter("time", "evidence.source", "evidence.line"))
+    untimed.sort(key=attrgetter("evidence.source", "evidence.line"))
+    return timed + untimed
 
 
 def _place_yearless_times(events: list[Event]) -> None:
     """Give c10/glog times (no year) the year the rest of the job's clocks show: the same month,
     day and time in that year (not a fixed shift from the placeholder year, which lands a day late
     after February in a common year and puts a glog timeout after the next day's lines)."""
-    years = Counter(time.gmtime(e.time).tm_year for e in events if e.time and e.time_has_year)
+    yearless = [(e, when) for e in events if (when := e.time) is not None and not e.time_has_year]
+    if not yearless:
+        return
+    # Counted by day, then by year: a job's thousands of times fall on a few days.
+    days = Counter(int(e.time // _DAY) for e in events if e.time and e.time_has_year)
+    years: Counter[int] = Counter()
+    for day, count in days.items():
+        years[time.gmtime(day * _DAY).tm_year] += count
     year = years.most_common(1)[0][0] if years else time.gmtime().tm_year
-    for event in events:
-        if event.time is not None and not event.time_has_year:
-            tm = time.gmtime(event.time)
-            fraction = event.time - int(event.time)
-            # Feb 29 of the placeholder leap year becomes Mar 1 of a common year (timegm normalises).
-            event.time = calendar.timegm((year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                                          0, 0, 0)) + fraction
-            event.time_has_year = True
+    shifts: dict[int, float] = {}  # placeholder day -> seconds to the same date in `year`
+    for event, when in yearless:
+        if when >= 0:
+            day = int(when // _DAY)
+            if (shift := shifts.get(day)) is None:
+                shift = shifts[day] = _placed(day * _DAY, year) - day * _DAY
+            # The same sum as placing the time of day itself: whole seconds, then the fraction.
+            event.time = when + shift
+        else:
+            event.time = _placed(when, year)
+        event.time_has_year = True
+
+
+_DAY = 86400
+
+
+def _placed(when: float, year: int) -> float:
+    """`when`'s month, day and time of day in `year`."""
+    tm = time.gmtime(when)
+    fraction = when - int(when)
+    # Feb 29 of the placeholder leap year becomes Mar 1 of a common year (timegm normalises).
+    return calendar.timegm((year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, 0, 0, 0)) + fraction
+
+
+_SIZE_FIELDS = frozenset({"world_size", "nranks", "clients_expected"})
 
 
 def _world_size(events: list[Event], given: int | None) -> tuple[int | None, str | None]:
@@ -193,6 +237,8 @@ def _world_size(events: list[Event], given: int | None) -> tuple[int | None, str
     candidates: list[tuple[int, str]] = []
     for event in events:
         fields = event.fields
+        if fields.keys().isdisjoint(_SIZE_FIELDS):
+            continue  # most lines state no size
         for key, label in (("world_size", "world size line"), ("nranks", "communicator size"),
                            ("clients_expected", "store client count")):
             if key in fields and fields[key].isdigit() and int(fields[key]) >= 1:  # `nranks 0`: no world
@@ -233,9 +279,9 @@ def separate_runs(events: list[Event]) -> list[str]:
         source = event.evidence.source
         if event.time is not None:
             spans[source].append(event.time)
-        if event.last_time is not None:  # a folded crash loop's last copy: the source ran until then
-            spans[source].append(event.last_time)
-        if event.kind in (Kind.INIT_START, Kind.INIT_DONE) and event.fields.get("nranks", "").isdigit():
+            if event.count != 1:  # a folded crash loop's last copy: the source ran until then
+                spans[source].append(event.time + event.span)  # its `last_time`
+        if event.kind in _STARTS and event.fields.get("nranks", "").isdigit():
             writer = (event.identity.host, event.identity.pid) if event.identity.pid is not None else source
             sizes[writer] = max(sizes.get(writer, 0), int(event.fields["nranks"]))
     reasons: list[str] = []
@@ -245,7 +291,8 @@ def separate_runs(events: list[Event]) -> list[str]:
             clusters[-1][1] = max(clusters[-1][1], end)
         else:
             clusters.append([start, end])
-    whole = [c for c in clusters if _started_and_failed(events, c[0], c[1])]
+    # One period is one run, whatever it holds.
+    whole = [c for c in clusters if _started_and_failed(events, c[0], c[1])] if len(clusters) > 1 else []
     if len(whole) > 1:
         days = ", ".join(time.strftime("%Y-%m-%d %H:%M", time.gmtime(c[0])) for c in whole[:4])
         reasons.append(f"they hold {len(whole)} runs hours apart, each started and failed (from {days})")

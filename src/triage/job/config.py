@@ -52,10 +52,13 @@ class ConfigItem:
 
 
 def build_config(events: list[Event]) -> list[ConfigItem]:
-    """Every key two ranks state differently, the keys with a minority first."""
+    """Every key two ranks state differently, the keys with a minority first.
+
+    Only the events of STATING_RULES and of dumps (family `fr`) are read, and the keys of the two
+    never meet: a caller that has them at hand may pass those alone, one kind after the other."""
     said: dict[str, dict[int, tuple[str, Evidence]]] = defaultdict(dict)
     for e in events:
-        if e.rank is None or (e.rule_id not in _STATING and e.family != "fr"):
+        if (e.rule_id not in STATING_RULES and e.family != "fr") or e.rank is None:
             continue  # most events state no configuration: not asked one by one
         for key, value in _stated(e):
             said[key].setdefault(e.rank, (value, e.evidence))
@@ -75,7 +78,7 @@ def build_config(events: list[Event]) -> list[ConfigItem]:
     return items[:MAX_ITEMS]
 
 
-_STATING = ("nccl-version", "nccl-env-setting")  # the rules whose events `_stated` reads, with fr's
+STATING_RULES = ("nccl-version", "nccl-env-setting")  # the rules whose events `_stated` reads, with fr's
 
 
 def _stated(e: Event) -> list[tuple[str, str]]:

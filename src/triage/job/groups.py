@@ -12,24 +12,26 @@ from triage.identity import group_ref
 from triage.model import Event, Kind, Member, ProcessGroup
 
 DEFAULT = "pg:0"
+_GROUP_OR_SEQUENCE = frozenset({"pg_key", "seq", "enqueued", "completed"})
 
 
 def build_groups(events: list[Event], world_size: int | None) -> dict[str, ProcessGroup]:
-    """The groups seen in the events, with each member's progress in each."""
+    """The groups seen in the events, with each member's progress in each.
+
+    The events are the identity stage's: it named the group of every line that speaks of one in
+    its `pg_key` field, so a line without one speaks of none (and is not asked again)."""
     groups: dict[str, ProcessGroup] = {}
+    # The lines with a writer that name a group or track a sequence, and their group, asked once.
+    refs = [(rank, event, group_ref(event, world_size) if "pg_key" in event.fields else None)
+            for event in events if (rank := event.identity.rank) is not None
+            and not event.fields.keys().isdisjoint(_GROUP_OR_SEQUENCE)]
     # A watchdog line carries only the work's `[Rank r]`; the lines around it carry the group.
     # Pair them by (rank, SeqNum).
     seq_group: dict[tuple[int, str], str] = {}
-    for event in events:
-        if event.rank is None or "seq" not in event.fields:
-            continue
-        ref = group_ref(event, world_size)
-        if ref is not None and ref.key != "pg:?":
-            seq_group.setdefault((event.rank, event.fields["seq"]), ref.key)
-    for event in events:
-        if event.rank is None:
-            continue
-        ref = group_ref(event, world_size)
+    for rank, event, ref in refs:
+        if "seq" in event.fields and ref is not None and ref.key != "pg:?":
+            seq_group.setdefault((rank, event.fields["seq"]), ref.key)
+    for rank, event, ref in refs:
         tracks = "seq" in event.fields or "enqueued" in event.fields or "completed" in event.fields
         if ref is None and not tracks:
             continue
@@ -37,15 +39,17 @@ def build_groups(events: list[Event], world_size: int | None) -> dict[str, Proce
         if unnamed:
             ref = None  # a sub-group the line does not name: the lines around it may
         if ref is None:
-            key = seq_group.get((event.rank, event.fields.get("seq", "")), DEFAULT)
+            key = seq_group.get((rank, event.fields.get("seq", "")), DEFAULT)
             if unnamed and key == DEFAULT:
                 continue  # not the default group's sequence, and no other to key it by
-            group = groups.setdefault(key, ProcessGroup(key=key, default=key == DEFAULT))
+            if (group := groups.get(key)) is None:
+                group = groups[key] = ProcessGroup(key=key, default=key == DEFAULT)
         else:
-            group = groups.setdefault(ref.key, ProcessGroup(key=ref.key, default=ref.default))
+            if (group := groups.get(ref.key)) is None:
+                group = groups[ref.key] = ProcessGroup(key=ref.key, default=ref.default)
             group.desc = group.desc or ref.desc
             group.size = group.size or ref.size
-        member = group.member(event.rank)
+        member = group.member(rank)
         if ref is not None and ref.group_rank is not None and member.group_rank is None:
             member.group_rank = ref.group_rank
         _track(member, event)

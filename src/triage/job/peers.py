@@ -48,24 +48,35 @@ def resolve_peers(job: Job) -> None:
     index = _build_index(job)
     for event in job.events:
         fields = event.fields
+        if fields.keys().isdisjoint(_SPEAKING_OF_OTHERS):
+            event.peer = event.peer_host = None  # most lines: about their writer alone
+            continue
         if event.family == "ras" and "snapshot" in fields:
             rank = _ras_rank(job, index, event)
             event.about = (rank,) if rank is not None else ()
             continue
-        if {"src_server", "src_device"} <= fields.keys():
+        if "src_server" in fields and "src_device" in fields:
             src = ranks_at(job, fields["src_server"], fields["src_device"])
             event.peer = src[0] if len(src) == 1 else None  # the end of the probed link that could not connect
         else:
             event.peer = _peer(job, event)
         event.peer_host = _peer_host(job, event)
-        if any(name in fields for name in ("culprit_ranks", "culprit_pid", "culprit_ip")):
+        if "culprit_ranks" in fields or "culprit_pid" in fields or "culprit_ip" in fields:
             event.about = tuple(parse_ranks(fields.get("culprit_ranks", "")) + _named_process(job, index, event))
     # An address at the far end of a lost connection is a rank's where one rank only is known there
     # (read once every RAS line has been placed: RAS says which process of which rank runs on a node).
     at_address = _ranks_by_address(job)
-    for event in job.events:
-        if event.peer is None and event.kind in (Kind.PEER_ERROR, Kind.TIMEOUT) and event.family != "ras":
+    for event in job.of_kinds(Kind.PEER_ERROR, Kind.TIMEOUT):
+        if ("peer_ip" in event.fields or "peer_host" in event.fields) and event.peer is None and (
+                event.family != "ras"):  # no address: no rank at it
             event.peer = _rank_at_address(job, at_address, event)
+
+
+# The fields that name another process than the line's writer, or say where it is: a line with none
+# of them (most lines) has no peer and is about no one else.
+_SPEAKING_OF_OTHERS = frozenset({
+    "snapshot", "src_server", "src_device", "peer_device", "peer_ip", "peer_rank", "peer_host",
+    "culprit_ranks", "culprit_pid", "culprit_ip"})
 
 
 def ranks_at(job: Job, ip: str, device: str) -> list[int]:
@@ -80,9 +91,9 @@ def _build_index(job: Job) -> _Index:
         for pid in dict.fromkeys(e.identity.pid for e in state.events if e.identity.pid is not None):
             pids[pid].append(rank)
     sizes: dict[str, dict[str, int]] = defaultdict(dict)
-    for e in job.events:
+    for e in job.of_rules("ras-comm-group"):
         f = e.fields
-        if e.family == "ras" and e.rule_id == "ras-comm-group" and f.get("nranks", "").isdigit():
+        if e.family == "ras" and f.get("nranks", "").isdigit():
             for key in (f.get("comm_id"), "group:" + f.get("ras_group", "?")):
                 if key:
                     sizes[f.get("snapshot", "")][key] = int(f["nranks"])
@@ -153,9 +164,9 @@ def _ranks_by_address(job: Job) -> dict[str, set[int]]:
             found[state.host].add(rank)
             if state.host in names:
                 found[names[state.host]].add(rank)
-    for event in job.events:
+    for event in job.of_families("ras"):
         ip = event.fields.get("culprit_ip") or event.fields.get("ip")
-        if event.family == "ras" and ip and len(event.about) == 1:
+        if ip and len(event.about) == 1:
             found[ip].add(event.about[0])
     return found
 

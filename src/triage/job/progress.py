@@ -243,9 +243,10 @@ def build_progress(events: list[Event], groups: dict[str, ProcessGroup]) -> Prog
     """The progress of every group the events and the job's log-read groups show."""
     out = Progress()
     times: list[float] = []
-    latest = latest_dumps(events)
-    for e in events:
-        if e.family != "fr" or e.rank is None:
+    dumped = [e for e in events if e.family == "fr"]  # a dump's lines (most jobs: none)
+    latest = latest_dumps(dumped)
+    for e in dumped:
+        if e.rank is None:
             continue
         if (kept := latest.get(e.rank)) is not None and e.evidence.source != kept.evidence.source:
             out.folded[e.rank] = out.folded.get(e.rank, 0) + (e.rule_id == DUMP)
@@ -270,8 +271,8 @@ def build_progress(events: list[Event], groups: dict[str, ProcessGroup]) -> Prog
                 p.pending.append(op)
             elif f.get("fr_kept") == "last-completed":
                 p.last_done = op
-    for e in events:  # dump events name their rank's dump; the dump event comes with them
-        if e.family == "fr" and e.rule_id == DUMP and e.rank is not None and out.dumps.get(e.rank) == e.evidence:
+    for e in dumped:  # dump events name their rank's dump; the dump event comes with them
+        if e.rule_id == DUMP and e.rank is not None and out.dumps.get(e.rank) == e.evidence:
             first = e.fields.get("fr_first_record", "")
             if first.isdigit() and int(first) > 0:
                 for group in out.groups.values():
@@ -338,7 +339,7 @@ def _logs(out: Progress, groups: dict[str, ProcessGroup]) -> None:
 
 
 def _ras(out: Progress, events: list[Event]) -> None:
-    for e in events:
+    for e in [e for e in events if e.family == "ras" or e.rule_id == "ras-rank-launched-up-to"]:
         if e.family == "ras" and "snapshot" in e.fields:
             _ras_count(out, e)
         if e.rule_id != "ras-rank-launched-up-to" or not e.fields.get("comm_id"):

@@ -14,7 +14,7 @@ from collections import defaultdict
 from triage.diagnose.context import Context, evidence_of, minority
 from triage.diagnose.principles.principle import Principle
 from triage.identity import about_another
-from triage.job.config import AFFECTS_INIT, build_config
+from triage.job.config import AFFECTS_INIT
 from triage.model import (
     Category,
     Culprit,
@@ -40,7 +40,7 @@ def config_minority(ctx: Context) -> Hypothesis | None:
     phase = ctx.phase()
     if phase not in (Phase.COMM_INIT, Phase.OPERATOR_LOAD):
         return None
-    for item in build_config(ctx.job.events):
+    for item in ctx.config():
         if item.key not in AFFECTS_INIT or not item.minority:
             continue
         if len(item.minority) > max(2, len(ctx.expected) // 4):
@@ -67,7 +67,7 @@ def remark(ctx: Context, winner: Hypothesis | None, own: Hypothesis | None) -> s
     """A configuration minority beside a verdict it does not decide."""
     if winner is own and own is not None:
         return None
-    odd = [i for i in build_config(ctx.job.events) if i.minority]
+    odd = [i for i in ctx.config() if i.minority]
     if not odd:
         return None
     named = {c.rank for c in (winner.culprits if winner else [])}
@@ -89,17 +89,20 @@ PRINCIPLE = Principle(
 # The world itself: one rank launched with another world size
 
 
+_COMMUNICATOR_INITS = frozenset({Kind.INIT_START, Kind.INIT_DONE})
+
+
 def _stated_worlds(ctx: Context) -> dict[int, Event]:
     """The world size each rank's own lines state (a world-size line, its largest communicator's
     size), with the line that states it."""
     stated: dict[int, Event] = {}
     for rank, f in ctx.facts.items():
         for event in f.state.events:
-            if about_another(event):
-                continue
             size = event.fields.get("world_size") or (
-                event.fields.get("nranks") if event.kind in (Kind.INIT_START, Kind.INIT_DONE) else None)
-            if size and size.isdigit() and int(size) >= 1 and (
+                event.fields.get("nranks") if event.kind in _COMMUNICATOR_INITS else None)
+            if not size or about_another(event):
+                continue
+            if size.isdigit() and int(size) >= 1 and (
                     rank not in stated or int(size) > _size(stated[rank])):
                 stated[rank] = event
     return stated

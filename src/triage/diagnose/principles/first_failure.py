@@ -104,8 +104,7 @@ def wait_times(ctx: Context) -> list[float]:
     """When each rank first waited, and every timeout or lost-peer line whose writer is not known
     (an interleaved console's unprefixed lines): the waits began at the earliest of them."""
     times = [f.first_wait_time for f in ctx.facts.values() if f.first_wait_time is not None]
-    times += [e.time for e in ctx.job.events if e.time is not None and e.kind in _WAITS
-              and e.rank is None]
+    times += [e.time for e in ctx.job.of_kinds(*_WAITS) if e.time is not None and e.rank is None]
     return times
 
 

@@ -30,8 +30,8 @@ def named_by_tool(ctx: Context) -> Hypothesis | None:
     named: dict[int, list[Event]] = defaultdict(list)
     hosts: dict[str, list[Event]] = defaultdict(list)
     realigned = {id(e) for e in realigned_checks(ctx)}
-    for event in ctx.job.events:
-        if event.kind is not Kind.CULPRIT_NAMED or "snapshot" in event.fields:
+    for event in ctx.job.of_kinds(Kind.CULPRIT_NAMED):
+        if "snapshot" in event.fields:
             continue  # RAS snapshots are weighed together (principles/ras.py)
         if id(event) in realigned:
             continue  # a stall that the group came through: a later check passed (principles/realigned.py)
@@ -133,7 +133,7 @@ def waited_for_clients(ctx: Context) -> list[MemberEvidence]:
     """Ranks a tool's line names whose own log shows them waiting for store clients that never joined:
     the store's host publishes its own address only once every client has joined, so the others, who
     wait for that address, name it, while it waits, like them, for a member that never came."""
-    named = {r for e in ctx.job.events if e.kind is Kind.CULPRIT_NAMED and "snapshot" not in e.fields
+    named = {r for e in ctx.job.of_kinds(Kind.CULPRIT_NAMED) if "snapshot" not in e.fields
              for r in e.about}
     items = []
     for rank in sorted(named):

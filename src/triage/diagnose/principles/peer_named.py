@@ -53,8 +53,8 @@ def one_log_at_hand(ctx: Context) -> bool:
 def peer_named(ctx: Context) -> Hypothesis | None:
     named: dict[int, list[Event]] = defaultdict(list)
     alone = one_log_at_hand(ctx)
-    for event in ctx.job.events:
-        if event.kind not in _WAITS or event.peer is None or event.family == "ras":
+    for event in ctx.job.of_kinds(*_WAITS):
+        if event.peer is None or event.family == "ras":
             continue
         if event.peer == event.rank:
             continue  # a "peer" error about the writer itself is its own failure (facts.py)
@@ -96,8 +96,8 @@ def _host_named(ctx: Context) -> Hypothesis | None:
     """A lost connection whose far end is an address no rank here is known at (one rank's excerpt of
     a multi-node job): the process at that address went away, and its host is the lead."""
     hosts: dict[str, list[Event]] = defaultdict(list)
-    for event in ctx.job.events:
-        if event.kind is not Kind.PEER_ERROR or event.family not in _ADDRESS_FAMILIES:
+    for event in ctx.job.of_kinds(Kind.PEER_ERROR):
+        if event.family not in _ADDRESS_FAMILIES:
             continue
         address = event.peer_host or event.fields.get("peer_ip") or ""
         writer = ctx.host_of(event.rank) if event.rank is not None else None

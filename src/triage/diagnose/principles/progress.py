@@ -45,7 +45,7 @@ def lagging_rank(ctx: Context) -> Hypothesis | None:
     enqueued counts among members all in flight is only a lead. Before any rank logged a failure,
     only one rank's log told of another's timeout while idle counts (told_while_idle).
     """
-    if not any(e.kind in _FAILED for e in ctx.job.events) and not any(
+    if not ctx.job.of_kinds(*_FAILED) and not any(
             e.kind is Kind.EXIT for f in ctx.facts.values() for e in f.self_failures):
         return told_while_idle(ctx)
     lead: Hypothesis | None = None

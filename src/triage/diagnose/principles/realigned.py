@@ -22,13 +22,13 @@ STALL_RULES = ("repro-health-check-missing", "repro-health-check-unnamed")  # ar
 def realigned_checks(ctx: Context) -> list[Event]:
     """The failed checks that a later pass of the same group and tag resolved."""
     passed: dict[tuple[str, str], int] = {}
-    for event in ctx.job.events:
-        if event.rule_id == RULE and (call := event.fields.get("check_no", "")).isdigit():
+    for event in ctx.job.of_rules(RULE):
+        if (call := event.fields.get("check_no", "")).isdigit():
             key = (event.fields.get("group_name", ""), event.fields.get("check_tag", ""))
             passed[key] = max(passed.get(key, 0), int(call))
     if not passed:
         return []
-    return [e for e in ctx.job.events if e.rule_id in STALL_RULES and (call := e.fields.get("check_no", "")).isdigit()
+    return [e for e in ctx.job.of_rules(*STALL_RULES) if (call := e.fields.get("check_no", "")).isdigit()
             and passed.get((e.fields.get("group_name", ""), e.fields.get("check_tag", "")), 0) > int(call)]
 
 

@@ -22,7 +22,7 @@ RECOVERED_SCORE = 0.92
 
 
 def recovered_by_exclusion(ctx: Context) -> Hypothesis | None:
-    excluded = [e for e in ctx.job.events if e.rule_id == RULE]
+    excluded = ctx.job.of_rules(RULE)
     if not excluded:
         return None
     named = named_by_tool(ctx)

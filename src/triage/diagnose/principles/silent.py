@@ -34,7 +34,8 @@ def silent_rank(ctx: Context) -> Hypothesis | None:
     if _world_guessed_from_one_log(ctx):
         return None
     failed = {r for r, f in ctx.facts.items() if f.self_failures}
-    silent = [r for r in ctx.expected if r not in waiters and r not in failed]
+    waiting = set(waiters)
+    silent = [r for r in ctx.expected if r not in waiting and r not in failed]
     if not silent:
         return None
     timed_out = [r for r in waiters if ctx.facts[r].timeouts]

@@ -101,8 +101,8 @@ def _where(event: Event) -> str:
 
 def stack_dumps(ctx: Context) -> Hypothesis | None:
     dumps = dumps_by_rank(ctx)
-    stalled = [e for e in ctx.job.events if e.rule_id == STALL_RULE]
-    if len(dumps) < 2 or not (stalled or any(e.kind in _FAILURE for e in ctx.job.events)):
+    stalled = ctx.job.of_rules(STALL_RULE)
+    if len(dumps) < 2 or not (stalled or ctx.job.of_kinds(*_FAILURE)):
         return None
     inside = {r: e for r, e in dumps.items() if e.fields["stack_state"] in INSIDE}
     outside = {r: e for r, e in dumps.items() if e.fields["stack_state"] not in INSIDE}

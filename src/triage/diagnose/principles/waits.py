@@ -146,7 +146,8 @@ def mutual_pair(ctx: Context, event: Event) -> tuple[int, int] | None:
     """The two ranks of an HCCL connect probe (srcRank could not reach dstRank), when each of them
     waited on the other: then, by HCCL's own advice, the network between them is the fault."""
     fields = event.fields
-    if not {"src_server", "src_device", "culprit_ip", "culprit_device"} <= fields.keys():
+    if not ("culprit_device" in fields and "src_server" in fields and "src_device" in fields
+            and "culprit_ip" in fields):
         return None
     # The peer pass resolved the probe's srcRank into `peer`, its dstRank into `about`.
     if event.peer is None or len(event.about) != 1:
@@ -165,7 +166,7 @@ def device_link(ctx: Context) -> Hypothesis | None:
     both ends, check the network connectivity between the two ends")."""
     pairs: dict[tuple[int, int], list[Event]] = defaultdict(list)
     for event in ctx.job.events:
-        if (pair := mutual_pair(ctx, event)) is not None:
+        if "src_server" in event.fields and (pair := mutual_pair(ctx, event)) is not None:  # a probe's line
             pairs[min(pair), max(pair)].append(event)
     if not pairs:
         return None
@@ -196,8 +197,10 @@ def never_connected(ctx: Context) -> Hypothesis | None:
     """
     for event in ctx.job.events:
         fields = event.fields
+        if "connected" not in fields:
+            continue
         needed = fields.get("clients_expected", "")
-        if "connected" not in fields or not needed.isdigit():
+        if not needed.isdigit():
             continue
         if int(needed) != ctx.job.world_size or ctx.job.unlisted:
             continue  # (a world too large to hold every rank is not listed rank by rank)
