@@ -24,6 +24,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, AnyStr, cast
 
+from triage import cache
+
 if TYPE_CHECKING:
     import regex
 
@@ -92,8 +94,6 @@ def compile_regex(pattern: str, flags: int = 0) -> regex.Pattern[str]:
 def _file_name() -> str:
     import regex
 
-    from triage import cache
-
     return f"regex-{cache.key(regex.__version__, sys.version)}.json"
 
 
@@ -106,25 +106,17 @@ def _kept_entries() -> dict[str, Any]:
 
 def _read() -> dict[str, Any]:
     """The file's entries, or none where it is missing, damaged or not what this version writes."""
-    from triage import cache
-
     data = cache.read(_file_name())
     if data is None:
         return {}
     digest, _, body = data.partition(b"\n")
-    if digest.decode("ascii", "replace") != _digest(body):
+    if digest.decode("ascii", "replace") != cache.digest(body):
         return {}
     try:
         entries = json.loads(body)
     except ValueError:
         return {}
     return entries if isinstance(entries, dict) else {}
-
-
-def _digest(body: bytes) -> str:
-    from triage import cache
-
-    return cache.digest(body)
 
 
 def _kept_data(pattern: Any) -> list[Any] | None:
@@ -169,8 +161,6 @@ def _from_kept(pattern: str, kept: Any, *, check_only: bool = False) -> Any:
 
 def _save() -> None:
     """This run's patterns added to the file (as it is now: other runs may have added theirs)."""
-    from triage import cache
-
     entries = {**_read(), **_added}
     if len(entries) > MAX_KEPT:
         entries = dict(_added)
@@ -178,7 +168,7 @@ def _save() -> None:
         body = json.dumps(entries, separators=(",", ":")).encode("ascii")
     except (TypeError, ValueError):  # not what _kept_data gives: keep nothing rather than fail at exit
         return
-    cache.write(_file_name(), _digest(body).encode("ascii") + b"\n" + body)
+    cache.write(_file_name(), cache.digest(body).encode("ascii") + b"\n" + body)
 
 
 def lazy_re(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
