@@ -184,8 +184,10 @@ def _in_time_order(events: list[Event]) -> list[Event]:
 
     The same order as one sort by (time, or infinity; source; line), with the keys read in C.
     """
-    timed = [e for e in events if e.time is not None and e.time != math.inf]
-    untimed = [e for e in events if e.time is None or e.time == math.inf]
+    timed: list[Event] = []
+    untimed: list[Event] = []
+    for event in events:
+        (untimed if event.time is None or event.time == math.inf else timed).append(event)
     timed.sort(key=attrgetter("time", "evidence.source", "evidence.line"))
     untimed.sort(key=attrgetter("evidence.source", "evidence.line"))
     return timed + untimed
