@@ -19,10 +19,11 @@ from triage import extract
 from triage.api import analyze
 from triage.ingest.open import Stream
 from triage.model import Event, Kind, Report
+from triage.parse import copies
 from triage.parse.clock import stamp_spans
 from triage.parse.paste import detect
 from triage.parse.repeats import CopyShape
-from triage.parse.scan import Matcher, _all_copies
+from triage.parse.scan import Matcher
 from triage.parse.source import scan_stream
 from triage.report import render
 from triage.rules import load_rules
@@ -256,7 +257,7 @@ def test_remembering_lines_changes_no_event(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_copies_counted_in_bulk_are_counted_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Runs of byte-identical lines are counted in bulk (scan._count_copies), also where a run
+    # Runs of byte-identical lines are counted in bulk (copies.count_exact), also where a run
     # straddles a window or ends a buffer: the same events as trying every copy.
     logs = sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*.log") if p.stat().st_size < 20_000)[:12]
     assert logs
@@ -274,7 +275,7 @@ def test_copies_counted_in_bulk_are_counted_as_one_by_one(monkeypatch: pytest.Mo
 
 def test_copies_of_other_times_counted_in_bulk_are_counted_as_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     # Runs of lines that differ only in their stamps' digits are counted in bulk too
-    # (scan._count_stamped): runs that straddle windows and buffers, cross an hour, end on a line
+    # (copies.count_stamped): runs that straddle windows and buffers, cross an hour, end on a line
     # one digit or one character otherwise: the same events as trying every copy.
     logs = sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*.log") if p.stat().st_size < 20_000)[:12]
     assert logs
@@ -314,7 +315,7 @@ def test_a_run_is_all_copies_only_where_every_line_has_the_shape() -> None:
                       tuple((j, None if j in varies else line[j]) for j in range(varies[0], varies[-1] + 1)))
 
     def all_copies(lines: list[str]) -> bool:
-        return _all_copies(loop[0] + "".join(lines), line, len(loop[0]), len(lines), shape)
+        return copies.all_copies(loop[0] + "".join(lines), line, len(loop[0]), len(lines), shape)
 
     assert all_copies(loop[1:])
     assert not all_copies([*loop[1:10], loop[10].replace("PG ID 0", "PG ID 1"), *loop[11:]])

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import codecs
 import contextvars
-import functools
-import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import regex
 
 from triage.model import Event, Evidence, Identity
+from triage.parse import copies
 from triage.parse import events as make
 from triage.parse.marks import (
     MARKER_LITERALS,
@@ -35,7 +34,7 @@ from triage.parse.marks import (
 )
 from triage.parse.needles import LiteralFinder, literal_finder
 from triage.parse.prefix import Peeled, clean, peel
-from triage.parse.repeats import CopyShape, Repeats
+from triage.parse.repeats import Repeats
 from triage.rules import MATCH_TIMEOUT_S, Rule
 
 MAX_LINE = 16 << 10  # longer lines are cut before any regex sees them
@@ -314,7 +313,7 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
         return buffer[end + 1:last]
 
     # The candidate lines are found a window at a time, the first one small: where a crash loop's
-    # copies are counted in bulk (`_count_copies`), the window they fill is the only one searched.
+    # copies are counted in bulk (`triage.parse.copies`), the window they fill is the only one searched.
     pos, window, resume = 0, _FIRST_WINDOW, 0
     while pos < cut:
         high = cut if cut - pos <= window else buffer.find("\n", pos + window - 1) + 1
@@ -328,10 +327,10 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
             line_no += buffer.count("\n", counted_to, start)
             counted_to = start
             if repeats.again(line, line_no, start, handled, end, context):
-                if repeats.exact is not None or repeats.stamped is not None:
-                    resume = (_count_copies(repeats, buffer, line, end, cut, handled, line_no)
-                              if repeats.exact is not None else
-                              _count_stamped(repeats, buffer, line, end, cut, handled, line_no))
+                # The copies after it, counted in bulk (a line cut to MAX_LINE is no whole copy).
+                if (repeats.exact is not None or repeats.stamped is not None) and end - start < MAX_LINE:
+                    count = copies.count_exact if repeats.exact is not None else copies.count_stamped
+                    resume = count(repeats, buffer, line, end, cut, handled, line_no, _JOIN_LINES)
                     if resume > end + 1:  # so many lines of one width: their newlines need no count
                         line_no += (resume - end - 1) // (end - start + 1) + 1
                         counted_to = resume
@@ -367,109 +366,6 @@ def _scan_buffer(matcher: Matcher, source: str, base: Identity, buffer: str, cut
 
 _FIRST_WINDOW = 16 << 10  # characters searched for candidate lines first; each next window 8 times more
 _WINDOW_GROWTH = 8
-
-
-def _count_copies(repeats: Repeats, buffer: str, line: str, end: int, cut: int, handled: set[int],
-                  line_no: int) -> int:
-    """Count in bulk the copies, byte for byte, that follow a line just counted as a copy of a
-    remembered one (`Repeats.again`); return where the ones counted end.
-
-    Each would be counted alone the same way: the same text, and (for a line remembered with the
-    lines after it) the same lines after it, which holds for all but the last _JOIN_LINES copies
-    of the run. Compared in C, so a crash loop costs no Python per line."""
-    block = line + "\n"
-    if len(line) >= MAX_LINE or buffer[end:end + 1] != "\n":
-        return end + 1
-    after = repeats.exact_after()
-    spare = 0 if after is False else _JOIN_LINES
-    if spare and after != "\n".join([line] * _JOIN_LINES):
-        return end + 1
-    width, at = len(block), end + 1
-    copies, step = 0, 1
-    room = (cut - at) // width
-    while copies < room:
-        step = min(step, room - copies)
-        if buffer.startswith(block * step, at + copies * width):
-            copies += step
-            step *= 2
-        elif step == 1:
-            break
-        else:
-            step = 1
-    counted = _countable(copies - spare, at, width, handled)
-    if not counted:
-        return end + 1
-    repeats.count_copies(counted, line_no + counted)
-    return at + counted * width
-
-
-def _count_stamped(repeats: Repeats, buffer: str, line: str, end: int, cut: int, handled: set[int],
-                   line_no: int) -> int:
-    """Count in bulk the copies of other times that follow a line just counted as one of a
-    remembered line (`Repeats.again`): lines that differ from it in their stamps' digits alone
-    (`Repeats.stamped_copies`); return where the ones counted end.
-
-    As `_count_copies`, each would be counted alone the same way, and they are compared in C: the
-    rest of the buffer at once where it is all copies (`_all_copies`), else by one regex. A crash
-    loop whose every line has its own time costs no Python per line either."""
-    found = repeats.stamped_copies() if len(line) < MAX_LINE and buffer[end:end + 1] == "\n" else None
-    if found is None:
-        return end + 1
-    shape, masked, after = found
-    spare = 0 if after is False else _JOIN_LINES
-    if spare and after != "\n".join([masked] * _JOIN_LINES):
-        return end + 1
-    width, at = len(line) + 1, end + 1
-    copies = (cut - at) // width
-    if copies <= spare:
-        return end + 1
-    if not _all_copies(buffer, line, at, copies, shape):
-        run = _run_of(shape.pattern).match(buffer, at, cut)
-        copies = (run.end() - at) // width if run else 0
-    counted = _countable(copies - spare, at, width, handled)
-    if not counted:
-        return end + 1
-    stop = at + counted * width
-    repeats.count_stamped(counted, line_no + counted, buffer[stop - width:stop - 1])
-    return stop
-
-
-def _countable(counted: int, at: int, width: int, handled: set[int]) -> int:
-    """How many copies from `at` may be counted in bulk: 0 when none, or when a line among them was
-    consumed by another line's record (those are counted one by one)."""
-    if counted <= 0 or any(at <= h < at + counted * width for h in handled):
-        return 0
-    return counted
-
-
-def _all_copies(buffer: str, line: str, at: int, copies: int, shape: CopyShape) -> bool:
-    """Whether the `copies` lines from `at`, just after `line` (whole lines), all have its shape.
-
-    Each is as wide as `line`: its newline is where `line`'s would be, and no other is there. The
-    text between one line's varying columns and the next one's (`line`'s end, newline, start) is
-    found as often as there are lines: each has a newline, so each sits where it should. The
-    varying columns, read down the lines (a slice with a step), hold digits or their character."""
-    width = len(line) + 1
-    stop = at + copies * width
-    if buffer.count("\n", at, stop) != copies or buffer[at + width - 1:stop:width] != "\n" * copies:
-        return False
-    glue = line[shape.high:] + "\n" + line[:shape.low]
-    first = at - width + shape.high  # in `line` itself
-    if buffer.count(glue, first, first + (copies - 1) * width + len(glue)) != copies \
-            or not buffer.startswith(line[shape.high:] + "\n", stop - width + shape.high):
-        return False
-    for column, char in shape.columns:
-        down = buffer[at + column:stop:width]
-        # ASCII digits: bytes.isdigit reads a table, str.isdigit the Unicode database (13x slower).
-        if not (down.isascii() and down.encode("ascii").isdigit() if char is None else down == char * copies):
-            return False
-    return True
-
-
-@functools.lru_cache(maxsize=64)
-def _run_of(line_pattern: str) -> re.Pattern[str]:
-    """Consecutive lines each matching `line_pattern`."""
-    return re.compile(f"(?:{line_pattern}\n)*")
 
 
 _LAST_LINE_TRIES = 64  # lines holding a literal but not matching, tried before giving up
