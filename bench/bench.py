@@ -10,9 +10,14 @@ each contender `--runs` times and keeps the median:
                  extended regex (the baseline the issue names); output to a file, not /dev/null
                  (GNU grep stops at the first match when its output is /dev/null)
   grep -F        `grep -c -F -f LITERALS`: the literals alone, as fixed strings
+  grep -F marks  `grep -c -F -f MARKERS`: the 31 literals of the error marks alone (what the open
+                 world looks for), the other ratio the speed goal names
   rg -F          the same with ripgrep, when `rg` is installed
   triage         `triage analyze --quiet -o json=FILE` (the whole pipeline, the JSON report written),
                  on all cores, on one (`--jobs 1`), and on one with the Python fallback engine
+  floor          `bench/floor.py`: what every analysis costs before its first line is looked at
+                 (start-up, imports, rules, reading, decoding, the candidate pass), with triage's
+                 own code: the least any triage in Python could take on this input
   triage --help  and the README's bundled example, for start-up cost
 
 CPU time is user + system of the process and its children (wait4), so worker processes count. It
@@ -102,7 +107,9 @@ def main() -> int:
     lines = sum(1 for f in files for _ in open(f, "rb"))  # noqa: SIM115
     literals = sorted({lit for r in load_rules() for lit in r.prefilter} | set(MARKER_LITERALS))
     literal_file, pattern_file = out / "literals.txt", out / "patterns.txt"
+    marker_file = out / "markers.txt"
     literal_file.write_text("\n".join(literals) + "\n")
+    marker_file.write_text("\n".join(sorted(MARKER_LITERALS)) + "\n")
     pattern_file.write_text("\n".join([ere_escape(lit) for lit in literals] + list(MARKER_SHAPES)) + "\n")
 
     subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
@@ -115,11 +122,13 @@ def main() -> int:
     contenders: dict[str, tuple[list[str], dict[str, str] | None]] = {
         "grep -E": (["grep", "-c", "-E", "-f", str(pattern_file), *files], None),
         "grep -F": (["grep", "-c", "-F", "-f", str(literal_file), *files], None),
+        "grep -F marks": (["grep", "-c", "-F", "-f", str(marker_file), *files], None),
     }
     if shutil.which("rg"):
         contenders["rg -F"] = (["rg", "-c", "-F", "-f", str(literal_file), *files], None)
     analyze = [*triage, "analyze", "--quiet", "-o", f"json={report}", str(job)]
     run_once([*triage, "--help"], installed)  # writes the bytecode cache
+    contenders["floor"] = ([sys.executable, str(HERE / "floor.py"), str(job)], installed)
     contenders["triage (all cores)"] = (analyze, installed)
     contenders["triage --jobs 1"] = ([*analyze, "--jobs", "1"], installed)
     contenders["triage --jobs 1, Python engine"] = ([*analyze, "--jobs", "1"], python_engine)
@@ -147,7 +156,11 @@ def main() -> int:
               f"{t.cpu / fixed.cpu:10.2f}x {t.wall / fixed.wall:11.2f}x {t.peak_mb:8.0f}")
     for name, t in startup.items():
         print(f"{name:32s} {t.wall:7.2f} {t.cpu:6.2f}")
-    print(f"\nverdict: {verdict['status']}, culprits {culprits} (expected [{args.culprit}])")
+    one, floor = results["triage --jobs 1"], results["floor"]
+    print(f"\ntriage --jobs 1: {one.cpu / fixed.cpu:.2f}x grep -F, "
+          f"{one.cpu / results['grep -F marks'].cpu:.2f}x grep -F marks; the floor {floor.cpu / fixed.cpu:.2f}x "
+          f"grep -F; triage above the floor {one.cpu - floor.cpu:.2f} CPU s ({(one.cpu - floor.cpu) / one.cpu:.0%})")
+    print(f"verdict: {verdict['status']}, culprits {culprits} (expected [{args.culprit}])")
 
     figures = {
         "job": {"ranks": args.hosts * args.gpus, "files": len(files), "megabytes": round(size_mb, 1),
