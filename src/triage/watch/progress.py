@@ -36,7 +36,12 @@ PROBE_S = 5.0  # a rank that has not advanced for this long has its stack sample
 STACK_EVERY_S = 10.0  # and again this often while it stays so
 LEARN_FACTOR = 2.0  # a window is at least this many times the longest pause of its kind seen
 STEP_FACTOR = 3.0  # the silent window is at least this many times the longest step-line gap
-CPU_SHARE = 0.02  # of one CPU: less than this between two samples is not activity
+CPU_SHARE = 0.02  # of one CPU: less than this is not activity
+# The CPU share is measured over at least this long. /proc counts CPU time in ticks (10 ms): between
+# two samples 0.5 s apart one tick is already 2% of a CPU, and a rank blocked in the kernel ticks
+# now and then from its background threads (gloo's, the store's), so a single tick would read as
+# work — and a lock or flock hang as spinning.
+CPU_SPAN_S = 2.0
 KINDS = ("idle", "spinning", "all-waiting", "silent")
 INSIDE = ("collective", "device-wait")
 
@@ -81,6 +86,7 @@ class Track:
     active_at: float = 0.0  # the last time anything moved
     advanced_at: float = 0.0  # the last time anything but its CPU moved
     cpu_at: float = 0.0  # the last time its CPU moved
+    cpu_from: tuple[float, int] | None = None  # (time, ticks) its CPU share is measured from
     inside_since: float | None = None  # first seen in its current collective, not advanced since
 
     def __post_init__(self) -> None:
@@ -89,12 +95,9 @@ class Track:
 
     def add(self, sample: Sample) -> None:
         prev = self.last
-        if prev is not None:
-            span = max(sample.at - prev.at, 1e-6)
-            if _moved(prev.io, sample.io) or _moved(prev.wakeups, sample.wakeups):
-                self.advanced_at = sample.at
-            if prev.cpu_ticks >= 0 and sample.cpu_ticks - prev.cpu_ticks >= max(1.0, CPU_SHARE * span * self.hz):
-                self.cpu_at = sample.at
+        if prev is not None and (_moved(prev.io, sample.io) or _moved(prev.wakeups, sample.wakeups)):
+            self.advanced_at = sample.at
+        self._note_cpu(sample)
         if sample.stack is not None:
             if self.stack is not None and sample.stack.signature != self.stack.signature:
                 self.advanced_at = sample.at
@@ -108,6 +111,20 @@ class Track:
             self.inside_since = None
         self.active_at = max(self.advanced_at, self.cpu_at)
         self.last = sample
+
+    def _note_cpu(self, sample: Sample) -> None:
+        """Whether its CPU moved: CPU_SHARE of a CPU since `cpu_from`, over CPU_SPAN_S at least (a
+        busy rank is seen at once; the ticks of an idle one's threads do not add up to it)."""
+        if sample.cpu_ticks < 0:
+            return
+        if self.cpu_from is not None:
+            since, ticks = self.cpu_from
+            span, used = sample.at - since, sample.cpu_ticks - ticks
+            if used >= max(1.0, CPU_SHARE * max(span, CPU_SPAN_S) * self.hz):
+                self.cpu_at = sample.at
+            elif used >= 0 and span < CPU_SPAN_S:
+                return  # too soon to tell: measured from the same time at the next sample
+        self.cpu_from = (sample.at, sample.cpu_ticks)
 
     def waiting_for(self, now: float) -> float:
         return now - self.inside_since if self.inside_since is not None else 0.0
