@@ -46,14 +46,13 @@ class Job:
     def tick(self, roles: dict[int, str], stacks: dict[int, StackView] | None = None, step: bool = False,
              seconds: float = 2.0) -> Finding | None:
         """Advance `seconds`: `busy` moves CPU only, `work` CPU and I/O, `write` I/O, `wake` wake-ups,
-        `ticking` one CPU tick every 2 s and nothing else (0.5% of a CPU: a blocked rank's background
-        threads), `still` nothing."""
+        `tick` one CPU tick (10 ms) and nothing else, `still` nothing."""
         self.now += seconds
         for rank, role in roles.items():
             c = self.counters[rank]
             if role in ("busy", "work"):
                 c[0] += int(100 * seconds)
-            if role == "ticking" and self.now % 2.0 < seconds:
+            if role == "tick":
                 c[0] += 1
             if role in ("work", "write"):
                 c[1] += 4096
@@ -72,11 +71,10 @@ class Job:
         return next(((t, f) for t, f in self.findings if f.stage == stage), None)
 
 
-def _hung(job: Job, culprit_role: str, culprit_stack: StackView, seconds: float, world: int = 3,
-          poll: float = 2.0) -> None:
+def _hung(job: Job, culprit_role: str, culprit_stack: StackView, seconds: float, world: int = 3) -> None:
     peers = {r: ALL_REDUCE for r in range(world) if r != 2}
-    for _ in range(int(seconds / poll)):
-        job.tick({0: "still", 1: "still", 2: culprit_role}, {**peers, 2: culprit_stack}, seconds=poll)
+    for _ in range(int(seconds / 2)):
+        job.tick({0: "still", 1: "still", 2: culprit_role}, {**peers, 2: culprit_stack})
 
 
 # --- the hangs ---------------------------------------------------------------------------------------
@@ -105,29 +103,30 @@ def test_a_spinning_rank_is_a_suspect_first_and_a_hang_at_the_window() -> None:
     assert hang[1].kind == "spinning" and hang[1].can_act and 120 <= hang[0] - 2 <= 122
 
 
-def test_a_blocked_rank_whose_threads_tick_now_and_then_is_idle_at_watchs_poll() -> None:
-    # Polled every 0.5 s (watch's default), one CPU tick (10 ms) between two samples is 2% of a CPU:
-    # the odd tick of a rank's background threads while its main thread sleeps on a file lock read
-    # as work, and the lock hang came out as "spinning" (a CI run of test_watch saw it).
+def test_a_tick_of_a_blocked_rank_while_its_stack_is_taken_is_not_work() -> None:
+    # watch reads every rank's counters every 2 s and, while one is still, takes the stacks and
+    # reads the counters again, stamped with the same time. One 10 ms tick of a blocked rank's
+    # background threads in between was one tick over no time, "its CPU moved", and a rank blocked
+    # on a file lock came out as spinning rather than idle (a CI run of test_watch saw it).
     job = Job(stall=8)
     job.tick({0: "work", 1: "work", 2: "work"}, step=True)
-    _hung(job, "ticking", _frame("flock_forever", "lock"), 20, poll=0.5)
+    flock = _frame("flock_forever", "lock")
+    for _ in range(8):
+        job.tick({0: "still", 1: "still", 2: "still"})
+        job.tick({0: "still", 1: "still", 2: "tick"}, {0: ALL_REDUCE, 1: ALL_REDUCE, 2: flock}, seconds=0.0)
     at, found = job.first("hang") or (None, None)
     assert found is not None and at is not None
     assert found.kind == "idle" and found.culprits == [2] and found.waiting == [0, 1] and found.can_act
     assert all(f.kind == "idle" for _, f in job.findings)
-    assert 8 <= at - 2 <= 8.5  # at the idle window (--stall 8), counted from the last progress
-
-
-def test_a_spinning_rank_is_seen_at_once_at_watchs_poll() -> None:
+    assert 8 <= at - 2 <= 10  # at the idle window (--stall 8), counted from the last progress
+    # The same rank busy (its CPU a whole CPU) is still seen at once: spinning, not idle.
     job = Job(stall=8)
     job.tick({0: "work", 1: "work", 2: "work"}, step=True)
-    _hung(job, "busy", _frame("spin"), 20, poll=0.5)
-    at, found = job.first("hang") or (None, None)
-    assert found is not None and at is not None
-    assert found.kind == "spinning" and found.culprits == [2] and found.can_act
-    assert all(f.kind == "spinning" for _, f in job.findings)
-    assert 8 <= at - 2 <= 8.5
+    for _ in range(8):
+        job.tick({0: "still", 1: "still", 2: "busy"})
+        job.tick({0: "still", 1: "still", 2: "still"}, {0: ALL_REDUCE, 1: ALL_REDUCE, 2: _frame("spin")}, seconds=0.0)
+    found = (job.first("hang") or (None, None))[1]
+    assert found is not None and found.kind == "spinning" and found.culprits == [2]
 
 
 def test_every_rank_waiting_with_nothing_moving_is_a_hang_without_a_culprit() -> None:

@@ -37,10 +37,10 @@ STACK_EVERY_S = 10.0  # and again this often while it stays so
 LEARN_FACTOR = 2.0  # a window is at least this many times the longest pause of its kind seen
 STEP_FACTOR = 3.0  # the silent window is at least this many times the longest step-line gap
 CPU_SHARE = 0.02  # of one CPU: less than this is not activity
-# The CPU share is measured over at least this long. /proc counts CPU time in ticks (10 ms): between
-# two samples 0.5 s apart one tick is already 2% of a CPU, and a rank blocked in the kernel ticks
-# now and then from its background threads (gloo's, the store's), so a single tick would read as
-# work — and a lock or flock hang as spinning.
+# The CPU share is measured over at least this long. /proc counts CPU time in ticks (10 ms), and two
+# samples may be close (watch reads the counters again, at the same time, after taking the stacks):
+# over a short span a single tick passes for 2% of a CPU, and a rank blocked in the kernel ticks now
+# and then from its background threads — read as work, a lock or flock hang came out as spinning.
 CPU_SPAN_S = 2.0
 KINDS = ("idle", "spinning", "all-waiting", "silent")
 INSIDE = ("collective", "device-wait")
