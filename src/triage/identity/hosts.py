@@ -7,7 +7,6 @@ from collections import Counter, defaultdict
 
 from triage.identity.state import State, launcher_record, still_unknown
 from triage.ingest import identity as layout
-from triage.model import Kind
 
 
 def from_host_slots(state: State) -> None:
@@ -26,7 +25,7 @@ def from_host_slots(state: State) -> None:
         if ident.rank is not None and ident.host and ident.local_rank is not None:
             seen[ident.host, ident.local_rank, ident.rank,
                  scope_of.get(event.evidence.source, event.evidence.source)] = None
-        if event.kind is _EXIT and launcher_record(event):
+        if launcher_record(event):
             scope = scope_of.get(event.evidence.source, event.evidence.source)
             local, rank = int(event.fields["local_rank"]), int(event.fields["rank"])
             seen[event.fields["host"].split(".")[0], local, rank, scope] = None
@@ -87,9 +86,6 @@ def from_host_slots(state: State) -> None:
             worker = int(event.fields["local_rank"])
         if found := lookup(ident.host, worker, event.evidence.source):
             ident.rank, ident.learnt_from["rank"] = found
-
-
-_EXIT = Kind.EXIT  # read once per event above: bound once (an enum class attribute is slow on 3.11)
 
 
 def _node_scopes(state: State) -> dict[str, str]:
